@@ -115,6 +115,11 @@ func newConfig(opts []Option) *config {
 	}
 	if c.propagators == nil {
 		c.propagators = otel.GetTextMapPropagator()
+		if len(c.propagators.Fields()) == 0 {
+			// The global default propagates nothing; joining the engine's
+			// spans to the gateway's trace is the point, so use W3C.
+			c.propagators = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+		}
 	}
 	if c.tracker == nil {
 		c.tracker = NewTracker()
@@ -142,7 +147,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithPropagators sets the propagators that read the incoming trace context
 // (Handler) and write traceparent toward the engine (Transport). Default:
-// the global propagator (otel.GetTextMapPropagator). Nil is ignored.
+// the global propagator (otel.GetTextMapPropagator), or W3C trace context
+// and baggage when the global one propagates nothing. Nil is ignored.
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) {
 		if p != nil {

@@ -35,10 +35,16 @@ func readRequestInfo(r *http.Request, body *io.ReadCloser, limit int64) RequestI
 		return info
 	}
 	buf, err := io.ReadAll(io.LimitReader(*body, limit+1))
-	*body = &replayBody{Reader: io.MultiReader(bytes.NewReader(buf), *body), c: *body}
 	if err != nil || int64(len(buf)) > limit {
+		*body = &replayBody{Reader: io.MultiReader(bytes.NewReader(buf), *body), c: *body}
 		return info
 	}
+	// The original reached EOF: never read it again. A server closes a
+	// request body once the handler starts answering, and a Transport
+	// still sending the body upstream (a ReverseProxy whose engine
+	// answered before reading it) must then get EOF, not
+	// http.ErrBodyReadAfterClose, which breaks the upstream connection.
+	*body = &replayBody{Reader: bytes.NewReader(buf), c: *body}
 	parseRequestBody(buf, &info)
 	return info
 }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -99,8 +98,8 @@ func (c *Config) setDefaults() error {
 		c.KV.BlockSize = 16
 	}
 	if c.KV.Blocks > 0 && c.KV.Blocks*c.KV.BlockSize < c.Profile.MaxContext {
-		return fmt.Errorf("sim: %d KV blocks of %d tokens cannot hold one request of max context %d",
-			c.KV.Blocks, c.KV.BlockSize, c.Profile.MaxContext)
+		// A request must fit the cache alone, or it could never run.
+		c.Profile.MaxContext = c.KV.Blocks * c.KV.BlockSize
 	}
 	if c.GC.Period > 0 && c.GC.MaxPause < c.GC.MinPause {
 		c.GC.MaxPause = c.GC.MinPause

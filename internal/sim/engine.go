@@ -79,7 +79,7 @@ type Engine struct {
 	// give the same decisions at any TimeScale.
 	simNow time.Duration
 	nextGC time.Duration // 0: no GC
-	active                    atomic.Int64
+	active atomic.Int64
 
 	done chan struct{}
 }

@@ -5,10 +5,17 @@
 //
 // It runs once per generated token, so it is built for speed and does not
 // allocate: ScanChunk is a hand-written, iterative, zero-allocation JSON
-// walker (no encoding/json, no reflection), and Parser splits arbitrarily
-// fragmented writes into lines, scanning complete lines in place and
-// buffering only a trailing partial line (bounded by Parser.MaxLine). Neither
-// panics on any input.
+// walker (no encoding/json, no reflection, no recursion), and Parser splits
+// arbitrarily fragmented writes into lines, scanning complete lines in place
+// and buffering only a trailing partial line (bounded by Parser.MaxLine).
+// Neither panics on any input.
+//
+// The walker is one loop over the payload that tracks the nesting with a
+// fixed bit stack and the context (top level, choices, choice, delta/message,
+// usage) of the first four levels; every other value is validated and
+// skipped. Strings are scanned 8 bytes at a time (SWAR), and common keys are
+// recognised by comparing whole words with constants instead of searching
+// for their closing quote.
 //
 // # Lines (Parser)
 //
@@ -41,19 +48,24 @@
 //
 // # Chunks (ScanChunk)
 //
-//   - Done: the payload is "[DONE]" after trimming ASCII whitespace.
+//   - Done: the payload is "[DONE]" after trimming JSON whitespace (space,
+//     tab, CR, LF). JSON whitespace is accepted wherever JSON allows it.
 //   - Malformed: the payload is not exactly one JSON object (trailing data,
-//     truncation, bad syntax, nesting deeper than 256 levels inside a
-//     skipped value). String contents are not validated (control bytes,
-//     invalid escapes and invalid UTF-8 inside strings are accepted), and
-//     keys are compared raw, so a key spelled with escapes is not recognised.
+//     truncation, bad syntax, nesting deeper than 256 levels). The JSON
+//     grammar is checked fully except inside strings: string contents are
+//     not validated (control bytes, invalid escapes and invalid UTF-8 are
+//     accepted). Keys are compared raw, so a key spelled with escapes
+//     ("\u0063ontent") is not recognised.
 //   - Tokens is 1 when any choices[i] has a non-empty delta.content,
 //     delta.reasoning_content, delta.reasoning, delta.refusal string, a
 //     non-empty delta.tool_calls array, a non-empty text string (legacy
 //     completions), or the same fields under choices[i].message. An empty
 //     string, null, a role-only delta and "choices":[] give 0. Keys are
 //     recognised only in key position of the right object, so escaped
-//     quotes inside strings cannot fake them.
+//     quotes inside strings cannot fake them (nor can, say,
+//     choices[i].logprobs.content). Tokens means "at least one": it is 1
+//     even when several choices carry output or a server packs several
+//     tokens into one chunk, so exact counts must come from usage.
 //   - Error: a top-level "error" member whose value is not null.
 //   - HasUsage: "usage" is an object with at least one numeric member;
 //     PromptTokens and CompletionTokens take the integer part of

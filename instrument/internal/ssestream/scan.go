@@ -5,11 +5,9 @@ import (
 	"math/bits"
 )
 
-// maxSkipDepth bounds the nesting depth of values the scanner skips over
-// (values it does not interpret). Deeper input is reported as Malformed.
-// The interpreted path (object → choices → choice → delta) adds at most four
-// levels on top of it.
-const maxSkipDepth = 256
+// maxDepth bounds the nesting depth of the payload (the top-level object
+// counts as 1). Deeper input is reported as Malformed.
+const maxDepth = 256
 
 // maxUsageValue saturates the usage counters so that absurd numbers cannot
 // overflow int on 32-bit platforms.
@@ -68,63 +66,11 @@ func trimSpace(d []byte) []byte {
 	return d[i:j]
 }
 
-// skipWS returns the index of the first non-whitespace byte at or after i
-// (or len(d)).
-func skipWS(d []byte, i int) int {
-	for i < len(d) && isSpace(d[i]) {
-		i++
-	}
-	return i
-}
-
-// skipString skips the string starting at d[i] == '"' and returns the index
-// just past the closing quote. ok is false if the string is unterminated.
-// A backslash escapes the byte after it; string contents (escape validity,
-// control characters, UTF-8) are not validated.
-//
-// Strings are scanned 8 bytes at a time (SWAR): most keys and token strings
-// are short, where this beats the call overhead of bytes.IndexByte.
-func skipString(d []byte, i int) (int, bool) {
-	j := i + 1
-	for j+8 <= len(d) {
-		w := binary.LittleEndian.Uint64(d[j:])
-		m := hasByte(w, '"') | hasByte(w, '\\')
-		if m == 0 {
-			j += 8
-			continue
-		}
-		// The lowest flagged byte is exact (false positives of the
-		// zero-byte trick only occur above a true match).
-		k := j + bits.TrailingZeros64(m)>>3
-		if d[k] == '"' {
-			return k + 1, true
-		}
-		j = k + 2 // skip the backslash and the byte it escapes
-	}
-	for j < len(d) {
-		switch d[j] {
-		case '"':
-			return j + 1, true
-		case '\\':
-			j += 2
-		default:
-			j++
-		}
-	}
-	return len(d), false
-}
-
+// SWAR constants: one bit per byte.
 const (
 	lsb = 0x0101010101010101
 	msb = 0x8080808080808080
 )
-
-// hasByte returns a mask with the high bit set in (at least) the lowest byte
-// of w equal to b, and only in bytes at or above it.
-func hasByte(w uint64, b byte) uint64 {
-	x := w ^ (lsb * uint64(b))
-	return (x - lsb) &^ x & msb
-}
 
 // skipNumber skips a JSON number starting at d[i].
 func skipNumber(d []byte, i int) (int, bool) {
@@ -172,416 +118,514 @@ func skipNumber(d []byte, i int) (int, bool) {
 	return i, true
 }
 
-// skipLiteral skips lit (true, false, null) at d[i].
-func skipLiteral(d []byte, i int, lit string) (int, bool) {
-	if len(d)-i >= len(lit) && string(d[i:i+len(lit)]) == lit {
-		return i + len(lit), true
-	}
-	return i, false
-}
+// Contexts: what the innermost open container is.
+const (
+	cSkip    uint8 = iota // not interpreted
+	cTop                  // the payload object
+	cChoices              // the top-level "choices" array
+	cChoice               // an object element of "choices"
+	cDelta                // choices[i].delta or choices[i].message
+	cUsage                // the top-level "usage" object
+)
 
-// skipScalar skips a string, number or literal at d[i].
-func skipScalar(d []byte, i int) (int, bool) {
-	if i >= len(d) {
-		return len(d), false
-	}
-	switch c := d[i]; c {
-	case '"':
-		return skipString(d, i)
-	case 't':
-		return skipLiteral(d, i, "true")
-	case 'f':
-		return skipLiteral(d, i, "false")
-	case 'n':
-		return skipLiteral(d, i, "null")
-	default:
-		if c == '-' || (c >= '0' && c <= '9') {
-			return skipNumber(d, i)
+// Keys: the meaning of the member whose value comes next.
+const (
+	kNone uint8 = iota
+	kID
+	kModel
+	kChoices
+	kUsage
+	kError
+	kDelta     // delta or message
+	kText      // choices[i].text
+	kFinish    // choices[i].finish_reason
+	kContent   // content, reasoning_content, reasoning, refusal
+	kToolCalls // tool_calls
+	kPrompt    // usage.prompt_tokens
+	kCompletion
+)
+
+// keyFor maps a key name to its meaning in context ctx.
+func keyFor(ctx, name uint8) uint8 {
+	switch ctx {
+	case cTop:
+		switch name {
+		case nID:
+			return kID
+		case nModel:
+			return kModel
+		case nChoices:
+			return kChoices
+		case nUsage:
+			return kUsage
+		case nError:
+			return kError
+		}
+	case cChoice:
+		switch name {
+		case nDelta, nMessage:
+			return kDelta
+		case nText:
+			return kText
+		case nFinishReason:
+			return kFinish
+		}
+	case cDelta:
+		switch name {
+		case nContent, nReasoningContent, nReasoning, nRefusal:
+			return kContent
+		case nToolCalls:
+			return kToolCalls
+		}
+	case cUsage:
+		switch name {
+		case nPromptTokens:
+			return kPrompt
+		case nCompletionTokens:
+			return kCompletion
 		}
 	}
-	return i, false
+	return kNone
 }
 
-// skipValue skips any JSON value starting at d[i] (no leading whitespace)
-// and returns the index just past it.
-func skipValue(d []byte, i int) (int, bool) {
-	if i < len(d) && (d[i] == '{' || d[i] == '[') {
-		return skipContainer(d, i)
-	}
-	return skipScalar(d, i)
-}
-
-// skipContainer validates and skips an object or array starting at d[i]
-// without recursion. Nesting deeper than maxSkipDepth fails.
-func skipContainer(d []byte, i int) (int, bool) {
-	const (
-		stValue = iota // expecting a value
-		stKey          // expecting an object key
-		stAfter        // a value just ended
-	)
-	var stack [maxSkipDepth / 64]uint64 // bit set: object, clear: array
-	depth := 0
+// afterKey consumes the colon (and surrounding whitespace) after a key
+// whose closing quote is at d[i-1]; it returns the index of the value.
+func afterKey(d []byte, i int) (int, bool) {
 	n := len(d)
-	st := stValue
+	if i < n && d[i] == ':' { // compact JSON fast path
+		i++
+	} else {
+		for i < n && isSpace(d[i]) {
+			i++
+		}
+		if i >= n || d[i] != ':' {
+			return i, false
+		}
+		i++
+	}
+	for i < n && isSpace(d[i]) {
+		i++
+	}
+	return i, true
+}
+
+// Walker states.
+const (
+	stKey   = iota // expecting a member key (at a non-space byte)
+	stValue        // expecting a value (at a non-space byte)
+	stStr          // scanning a string (entered only by fallthrough)
+	stAfter        // a value just ended
+)
+
+// scanTop walks d (already trimmed), filling c. It returns false if d is not
+// exactly one well-formed JSON object. It is a single iterative loop (no
+// recursion, no calls per token on the common path): the nesting is tracked
+// with a bit stack (object or array) bounded by maxDepth, and the context of
+// the first four levels, which is all the interpreted paths need.
+func scanTop(d []byte, c *Chunk) bool {
+	n := len(d)
+	if n == 0 || d[0] != '{' {
+		return false
+	}
+	var isObj [maxDepth / 64]uint64
+	var ctxs [4]uint8 // context per level while depth <= 4
+	isObj[0] = 1
+	ctxs[0] = cTop
+	depth := 1
+	obj := true // innermost container is an object
+	ctx, key := cTop, kNone
+	i := 1
+	for i < n && isSpace(d[i]) {
+		i++
+	}
+	st := stKey
+	if i < n && d[i] == '}' {
+		i++
+		depth = 0
+		st = stAfter
+	}
 	for {
 		switch st {
-		case stValue:
-			if i >= n {
-				return n, false
-			}
-			c := d[i]
-			if c == '{' || c == '[' {
-				if depth >= maxSkipDepth {
-					return i, false
-				}
-				w, b := depth>>6, uint64(1)<<(depth&63)
-				closer := byte(']')
-				if c == '{' {
-					stack[w] |= b
-					closer = '}'
-					st = stKey
-				} else {
-					stack[w] &^= b
-					st = stValue
-				}
-				depth++
-				i = skipWS(d, i+1)
-				if i < n && d[i] == closer {
-					depth--
-					i++
-					st = stAfter
-				}
-				continue
-			}
-			var ok bool
-			if i, ok = skipScalar(d, i); !ok {
-				return i, false
-			}
-			st = stAfter
 		case stKey:
 			if i >= n || d[i] != '"' {
-				return i, false
+				return false
 			}
-			var ok bool
-			if i, ok = skipString(d, i); !ok {
-				return i, false
+			// Fast path: recognise common keys by comparing whole words
+			// with constants. The key length is then a constant on a
+			// (well predicted) branch rather than the result of a search
+			// for the closing quote, which shortens the dependency chain
+			// from one token to the next. l is the key length including
+			// the closing quote; 0 means not recognised (slow path).
+			name, l := nOther, 0
+			if s := i + 1; n-s >= 16 {
+				w0 := binary.LittleEndian.Uint64(d[s:])
+				w1 := binary.LittleEndian.Uint64(d[s+8:])
+				switch byte(w0) {
+				case 'c':
+					switch w0 {
+					case kwChoices0:
+						name, l = nChoices, 8
+					case kwContent0:
+						name, l = nContent, 8
+					case kwCreated0:
+						l = 8
+					case kwCompletionTokens0:
+						if w1 == kwCompletionTokens1 && n-s >= 24 &&
+							binary.LittleEndian.Uint64(d[s+16:])&low2 == kwCompletionTokens2 {
+							name, l = nCompletionTokens, 18
+						}
+					}
+				case 'd':
+					if w0&low6 == kwDelta0 {
+						name, l = nDelta, 6
+					}
+				case 'e':
+					if w0&low6 == kwError0 {
+						name, l = nError, 6
+					}
+				case 'f':
+					if w0 == kwFinishReason0 && w1&low6 == kwFinishReason1 {
+						name, l = nFinishReason, 14
+					}
+				case 'i':
+					if w0&low3 == kwID0 {
+						name, l = nID, 3
+					} else if w0&low6 == kwIndex0 {
+						l = 6
+					}
+				case 'l':
+					if w0 == kwLogprobs0 && w1&low1 == kwLogprobs1 {
+						l = 9
+					}
+				case 'm':
+					if w0&low6 == kwModel0 {
+						name, l = nModel, 6
+					} else if w0 == kwMessage0 {
+						name, l = nMessage, 8
+					}
+				case 'o':
+					if w0&low7 == kwObject0 {
+						l = 7
+					}
+				case 'p':
+					if w0 == kwPromptTokens0 && w1&low6 == kwPromptTokens1 {
+						name, l = nPromptTokens, 14
+					}
+				case 'r':
+					if w0&low5 == kwRole0 {
+						l = 5
+					} else if w0 == kwRefusal0 {
+						name, l = nRefusal, 8
+					} else if w0 == kwReasoning0 {
+						if w1&low2 == kwReasoning1 {
+							name, l = nReasoning, 10
+						} else if w1 == kwReasoningContent1 && n-s >= 24 &&
+							binary.LittleEndian.Uint64(d[s+16:])&low2 == kwReasoningContent2 {
+							name, l = nReasoningContent, 18
+						}
+					}
+				case 's':
+					if w0 == kwStopReason0 && w1&low4 == kwStopReason1 {
+						l = 12
+					} else if w0 == kwSystemFingerprint0 && w1 == kwSystemFingerprint1 && n-s >= 24 &&
+						binary.LittleEndian.Uint64(d[s+16:])&low3 == kwSystemFingerprint2 {
+						l = 19
+					}
+				case 't':
+					if w0&low5 == kwText0 {
+						name, l = nText, 5
+					} else if w0 == kwToolCalls0 && w1&low3 == kwToolCalls1 {
+						name, l = nToolCalls, 11
+					} else if w0 == kwTotalTokens0 && w1&low5 == kwTotalTokens1 {
+						l = 13
+					}
+				case 'u':
+					if w0&low6 == kwUsage0 {
+						name, l = nUsage, 6
+					}
+				}
 			}
-			i = skipWS(d, i)
-			if i >= n || d[i] != ':' {
-				return i, false
+			if l > 0 {
+				key = kNone
+				if ctx != cSkip {
+					key = keyFor(ctx, name)
+				}
+				i += 1 + l
+				if i < n && d[i] == ':' {
+					i++
+				} else {
+					for i < n && isSpace(d[i]) {
+						i++
+					}
+					if i >= n || d[i] != ':' {
+						return false
+					}
+					i++
+				}
+				for i < n && isSpace(d[i]) {
+					i++
+				}
+				st = stValue // falls through to read the value
 			}
-			i = skipWS(d, i+1)
-			st = stValue
+			// Slow path: st is still stKey, d[i] == '"', so stValue falls
+			// through to stStr, which scans and classifies the key.
+			fallthrough
+		case stValue:
+			if i >= n {
+				return false
+			}
+			if ch := d[i]; ch != '"' {
+				switch ch {
+				case '{', '[':
+					if depth >= maxDepth {
+						return false
+					}
+					if key == kError {
+						c.Error = true
+					}
+					nc := cSkip
+					closer := byte(']')
+					w, bit := depth>>6, uint64(1)<<(depth&63)
+					if ch == '{' {
+						if ctx == cChoices {
+							nc = cChoice
+						} else if key == kDelta {
+							nc = cDelta
+						} else if key == kUsage {
+							nc = cUsage
+						}
+						isObj[w] |= bit
+						closer = '}'
+						obj = true
+						st = stKey
+					} else {
+						if key == kChoices {
+							nc = cChoices
+						} else if key == kToolCalls {
+							j := i + 1
+							for j < n && isSpace(d[j]) {
+								j++
+							}
+							if j < n && d[j] != ']' {
+								c.Tokens = 1
+							}
+						}
+						isObj[w] &^= bit
+						obj = false
+						st = stValue
+					}
+					if depth < len(ctxs) {
+						ctxs[depth] = nc
+					}
+					depth++
+					ctx, key = nc, kNone
+					i++
+					for i < n && isSpace(d[i]) {
+						i++
+					}
+					if i < n && d[i] == closer {
+						i++
+						depth--
+						ctx = ctxAt(&ctxs, depth)
+						obj = parentIsObj(&isObj, depth)
+						st = stAfter
+					}
+					continue
+				case 't':
+					if n-i < 4 || string(d[i:i+4]) != "true" {
+						return false
+					}
+					i += 4
+				case 'f':
+					if n-i < 5 || string(d[i:i+5]) != "false" {
+						return false
+					}
+					i += 5
+				case 'n':
+					if n-i < 4 || string(d[i:i+4]) != "null" {
+						return false
+					}
+					i += 4
+					key = kNone // null is never an error
+				default:
+					start := i
+					if ch >= '1' && ch <= '9' {
+						// Fast path: plain positive integer.
+						i++
+						for i < n && d[i]-'0' <= 9 {
+							i++
+						}
+						if i < n && (d[i] == '.' || d[i] == 'e' || d[i] == 'E') {
+							i = start
+						}
+					}
+					if i == start {
+						var ok bool
+						if i, ok = skipNumber(d, i); !ok {
+							return false
+						}
+					}
+					if ctx == cUsage {
+						if i >= n {
+							// A number running into the end of the
+							// input may be cut short: do not report it.
+							return false
+						}
+						c.HasUsage = true
+						if key == kPrompt {
+							c.PromptTokens = intPart(d[start:i])
+						} else if key == kCompletion {
+							c.CompletionTokens = intPart(d[start:i])
+						}
+					}
+				}
+				if key == kError {
+					c.Error = true
+				}
+				st = stAfter
+				continue
+			}
+			fallthrough
+		case stStr:
+			// d[i] == '"'. Find the closing quote q (-1 if none), 8 bytes
+			// at a time, stepping over backslash escapes.
+			s := i + 1
+			j, q := s, -1
+			for j+8 <= n {
+				w := binary.LittleEndian.Uint64(d[j:])
+				x1 := w ^ (lsb * '"')
+				x2 := w ^ (lsb * '\\')
+				m := ((x1-lsb)&^x1 | (x2-lsb)&^x2) & msb
+				if m == 0 {
+					j += 8
+					continue
+				}
+				// The lowest flagged byte is exact (the zero-byte trick
+				// only gives false positives above a true match).
+				k := j + bits.TrailingZeros64(m)>>3
+				if d[k] == '"' {
+					q = k
+					break
+				}
+				j = k + 2 // the backslash and the byte it escapes
+			}
+			if q < 0 {
+				for j < n {
+					if d[j] == '"' {
+						q = j
+						break
+					}
+					if d[j] == '\\' {
+						j += 2
+					} else {
+						j++
+					}
+				}
+			}
+			if st == stKey {
+				if q < 0 {
+					return false
+				}
+				key = kNone
+				if ctx != cSkip {
+					key = keyFor(ctx, nameOf(d[s:q]))
+				}
+				var ok bool
+				if i, ok = afterKey(d, q+1); !ok {
+					return false
+				}
+				st = stValue
+				continue
+			}
+			switch key {
+			case kNone:
+			case kContent, kText:
+				// Decided by the first byte, so that a truncated
+				// non-empty string counts.
+				if s < n && d[s] != '"' {
+					c.Tokens = 1
+				}
+			case kID:
+				if q >= 0 {
+					c.ID = d[s:q]
+				}
+			case kModel:
+				if q >= 0 {
+					c.Model = d[s:q]
+				}
+			case kFinish:
+				if q > s && c.FinishReason == nil {
+					c.FinishReason = d[s:q]
+				}
+			case kError:
+				c.Error = true
+			}
+			if q < 0 {
+				return false
+			}
+			i = q + 1
+			st = stAfter
 		default: // stAfter
 			if depth == 0 {
-				return i, true
+				for i < n && isSpace(d[i]) {
+					i++
+				}
+				return i == n
 			}
-			i = skipWS(d, i)
+			for i < n && isSpace(d[i]) {
+				i++
+			}
 			if i >= n {
-				return n, false
+				return false
 			}
-			top := depth - 1
-			isObj := stack[top>>6]&(uint64(1)<<(top&63)) != 0
 			switch d[i] {
 			case ',':
-				i = skipWS(d, i+1)
-				if isObj {
+				i++
+				for i < n && isSpace(d[i]) {
+					i++
+				}
+				if obj {
 					st = stKey
 				} else {
 					st = stValue
 				}
 			case '}':
-				if !isObj {
-					return i, false
+				if !obj {
+					return false
 				}
-				depth--
 				i++
+				depth--
+				ctx, key = ctxAt(&ctxs, depth), kNone
+				obj = parentIsObj(&isObj, depth)
 			case ']':
-				if isObj {
-					return i, false
+				if obj {
+					return false
 				}
-				depth--
 				i++
+				depth--
+				ctx, key = ctxAt(&ctxs, depth), kNone
+				obj = parentIsObj(&isObj, depth)
 			default:
-				return i, false
+				return false
 			}
 		}
 	}
 }
 
-// objOpen consumes '{' at d[i] and following whitespace. empty reports an
-// immediately closed object (i is then past the '}').
-func objOpen(d []byte, i int) (j int, empty bool) {
-	j = skipWS(d, i+1)
-	if j < len(d) && d[j] == '}' {
-		return j + 1, true
-	}
-	return j, false
+// parentIsObj reports whether the innermost container is an object when
+// depth containers are open.
+func parentIsObj(isObj *[maxDepth / 64]uint64, depth int) bool {
+	top := uint(depth-1) % maxDepth
+	return isObj[top>>6]&(uint64(1)<<(top&63)) != 0
 }
 
-// objNext consumes the separator after a member value: ',' (more is true,
-// j is at the next key) or '}' (more is false, j is past it).
-func objNext(d []byte, i int) (j int, more, ok bool) {
-	i = skipWS(d, i)
-	if i >= len(d) {
-		return i, false, false
+// ctxAt returns the context of the innermost container when depth
+// containers are open.
+func ctxAt(ctxs *[4]uint8, depth int) uint8 {
+	if depth >= 1 && depth <= len(ctxs) {
+		return ctxs[depth-1]
 	}
-	switch d[i] {
-	case ',':
-		return skipWS(d, i+1), true, true
-	case '}':
-		return i + 1, false, true
-	}
-	return i, false, false
-}
-
-// arrNext is objNext for arrays.
-func arrNext(d []byte, i int) (j int, more, ok bool) {
-	i = skipWS(d, i)
-	if i >= len(d) {
-		return i, false, false
-	}
-	switch d[i] {
-	case ',':
-		return skipWS(d, i+1), true, true
-	case ']':
-		return i + 1, false, true
-	}
-	return i, false, false
-}
-
-// scanKey reads the key at d[i] and the following colon. It returns the key
-// bytes (raw, without quotes) and the index of the value (whitespace
-// skipped).
-func scanKey(d []byte, i int) (key []byte, j int, ok bool) {
-	if i >= len(d) || d[i] != '"' {
-		return nil, i, false
-	}
-	e, ok := skipString(d, i)
-	if !ok {
-		return nil, e, false
-	}
-	key = d[i+1 : e-1]
-	j = skipWS(d, e)
-	if j >= len(d) || d[j] != ':' {
-		return nil, j, false
-	}
-	return key, skipWS(d, j+1), true
-}
-
-// nonEmptyString reports whether d[i] starts a string with at least one byte
-// of content. It looks only at the opening bytes, so an unterminated
-// (truncated) string with content also counts.
-func nonEmptyString(d []byte, i int) bool {
-	return i+1 < len(d) && d[i] == '"' && d[i+1] != '"'
-}
-
-// stringValue skips the value at d[i]; if it is a string, s holds its raw
-// content.
-func stringValue(d []byte, i int) (s []byte, j int, ok bool) {
-	if i < len(d) && d[i] == '"' {
-		j, ok = skipString(d, i)
-		if ok {
-			s = d[i+1 : j-1]
-		}
-		return s, j, ok
-	}
-	j, ok = skipValue(d, i)
-	return nil, j, ok
-}
-
-// scanTop walks the top-level object d (already trimmed). It returns false
-// if d is not exactly one well-formed JSON object.
-func scanTop(d []byte, c *Chunk) bool {
-	if len(d) == 0 || d[0] != '{' {
-		return false
-	}
-	i, empty := objOpen(d, 0)
-	if empty {
-		return i == len(d)
-	}
-	for {
-		key, j, ok := scanKey(d, i)
-		if !ok {
-			return false
-		}
-		i = j
-		switch string(key) {
-		case "id":
-			var s []byte
-			if s, i, ok = stringValue(d, i); s != nil {
-				c.ID = s
-			}
-		case "model":
-			var s []byte
-			if s, i, ok = stringValue(d, i); s != nil {
-				c.Model = s
-			}
-		case "choices":
-			i, ok = scanChoices(d, i, c)
-		case "usage":
-			i, ok = scanUsage(d, i, c)
-		case "error":
-			if i < len(d) && d[i] != 'n' {
-				c.Error = true
-			}
-			i, ok = skipValue(d, i)
-		default:
-			i, ok = skipValue(d, i)
-		}
-		if !ok {
-			return false
-		}
-		var more bool
-		if i, more, ok = objNext(d, i); !ok {
-			return false
-		}
-		if !more {
-			return i == len(d)
-		}
-	}
-}
-
-// scanChoices walks the value of "choices".
-func scanChoices(d []byte, i int, c *Chunk) (int, bool) {
-	if i >= len(d) || d[i] != '[' {
-		return skipValue(d, i)
-	}
-	i = skipWS(d, i+1)
-	if i < len(d) && d[i] == ']' {
-		return i + 1, true
-	}
-	for {
-		var ok bool
-		if i < len(d) && d[i] == '{' {
-			i, ok = scanChoice(d, i, c)
-		} else {
-			i, ok = skipValue(d, i)
-		}
-		if !ok {
-			return i, false
-		}
-		var more bool
-		if i, more, ok = arrNext(d, i); !ok || !more {
-			return i, ok
-		}
-	}
-}
-
-// scanChoice walks one choices[i] object at d[i] == '{'.
-func scanChoice(d []byte, i int, c *Chunk) (int, bool) {
-	i, empty := objOpen(d, i)
-	if empty {
-		return i, true
-	}
-	for {
-		key, j, ok := scanKey(d, i)
-		if !ok {
-			return j, false
-		}
-		i = j
-		switch string(key) {
-		case "delta", "message":
-			if i < len(d) && d[i] == '{' {
-				i, ok = scanDelta(d, i, c)
-			} else {
-				i, ok = skipValue(d, i)
-			}
-		case "text":
-			if nonEmptyString(d, i) {
-				c.Tokens = 1
-			}
-			i, ok = skipValue(d, i)
-		case "finish_reason":
-			var s []byte
-			if s, i, ok = stringValue(d, i); len(s) > 0 && c.FinishReason == nil {
-				c.FinishReason = s
-			}
-		default:
-			i, ok = skipValue(d, i)
-		}
-		if !ok {
-			return i, false
-		}
-		var more bool
-		if i, more, ok = objNext(d, i); !ok || !more {
-			return i, ok
-		}
-	}
-}
-
-// scanDelta walks a choices[i].delta or choices[i].message object at
-// d[i] == '{'.
-func scanDelta(d []byte, i int, c *Chunk) (int, bool) {
-	i, empty := objOpen(d, i)
-	if empty {
-		return i, true
-	}
-	for {
-		key, j, ok := scanKey(d, i)
-		if !ok {
-			return j, false
-		}
-		i = j
-		switch string(key) {
-		case "content", "reasoning_content", "reasoning", "refusal":
-			if nonEmptyString(d, i) {
-				c.Tokens = 1
-			}
-		case "tool_calls":
-			if i < len(d) && d[i] == '[' {
-				if k := skipWS(d, i+1); k < len(d) && d[k] != ']' {
-					c.Tokens = 1
-				}
-			}
-		}
-		if i, ok = skipValue(d, i); !ok {
-			return i, false
-		}
-		var more bool
-		if i, more, ok = objNext(d, i); !ok || !more {
-			return i, ok
-		}
-	}
-}
-
-// scanUsage walks the value of "usage".
-func scanUsage(d []byte, i int, c *Chunk) (int, bool) {
-	if i >= len(d) || d[i] != '{' {
-		return skipValue(d, i)
-	}
-	i, empty := objOpen(d, i)
-	if empty {
-		return i, true
-	}
-	for {
-		key, j, ok := scanKey(d, i)
-		if !ok {
-			return j, false
-		}
-		i = j
-		if i < len(d) && (d[i] == '-' || (d[i] >= '0' && d[i] <= '9')) {
-			start := i
-			if i, ok = skipNumber(d, i); !ok || i >= len(d) {
-				// A number running into the end of input may be cut
-				// short: do not report it.
-				return i, false
-			}
-			c.HasUsage = true
-			switch string(key) {
-			case "prompt_tokens":
-				c.PromptTokens = intPart(d[start:i])
-			case "completion_tokens":
-				c.CompletionTokens = intPart(d[start:i])
-			}
-		} else if i, ok = skipValue(d, i); !ok {
-			return i, false
-		}
-		var more bool
-		if i, more, ok = objNext(d, i); !ok || !more {
-			return i, ok
-		}
-	}
+	return cSkip
 }
 
 // intPart returns the integer part of a validated JSON number, 0 for
@@ -595,10 +639,11 @@ func intPart(num []byte) int {
 			}
 			break
 		}
-		v = v*10 + int(ch-'0')
-		if v > maxUsageValue {
+		dg := int(ch - '0')
+		if v > (maxUsageValue-dg)/10 { // v*10+dg would exceed the cap (or overflow int32)
 			return maxUsageValue
 		}
+		v = v*10 + dg
 	}
 	return v
 }

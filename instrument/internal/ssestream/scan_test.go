@@ -38,7 +38,10 @@ func toRec(c *Chunk) rec {
 	}
 }
 
-func (r rec) String() string { return fmt.Sprintf("%+v", struct{ rec }{r}) }
+// recFields has rec's fields but not its String method.
+type recFields rec
+
+func (r rec) String() string { return fmt.Sprintf("%+v", recFields(r)) }
 
 func TestScanChunk(t *testing.T) {
 	deep := func(n int) string {
@@ -299,5 +302,18 @@ func TestScanChunkAllocs(t *testing.T) {
 			t.Errorf("ScanChunk(%.40q): %v allocs/op, want 0", in, n)
 		}
 		_ = sink
+	}
+}
+
+func TestIntPart(t *testing.T) {
+	for in, want := range map[string]int{
+		"0": 0, "7": 7, "12": 12, "-5": 0, "-0": 0, "3.9": 3, "1e3": 1, "2E+2": 2,
+		"2147483646": 2147483646, "2147483647": 2147483647, "2147483648": maxUsageValue,
+		"214748364": 214748364, "2147483650": maxUsageValue, "99999999999": maxUsageValue,
+		"123456789012345678901234567890": maxUsageValue,
+	} {
+		if got := intPart([]byte(in)); got != want {
+			t.Errorf("intPart(%s) = %d, want %d", in, got, want)
+		}
 	}
 }
