@@ -148,7 +148,11 @@ func (b *observedBody) Read(p []byte) (int, error) {
 func (b *observedBody) Close() error {
 	err := b.rc.Close()
 	b.mu.Lock()
-	if !b.ended {
+	if !b.ended && b.st.done {
+		// Closed after [DONE] but before EOF, as clients that stop at
+		// [DONE] (openai-go) do: the stream ended normally.
+		b.end(nil)
+	} else if !b.ended {
 		// Closed before EOF: the caller stopped reading (or gave up).
 		cerr := b.ctx.Err()
 		if cerr == nil {
