@@ -41,6 +41,21 @@ type Summary struct {
 	ITL              Dist `json:"itl_ms"`
 	// Causes counts segments by cause.
 	Causes map[string]int `json:"causes,omitempty"`
+	// Histograms are the TTFT, TPOT and ITL samples counted in
+	// log-spaced buckets, for charts (the exact figures are the Dists).
+	Histograms []Histogram `json:"histograms,omitempty"`
+}
+
+// Histogram counts samples in buckets: Counts[i] is the number of samples
+// in (Bounds[i-1], Bounds[i]] (the first bucket is (−∞, Bounds[0]]);
+// len(Counts) == len(Bounds)+1, the last count is the overflow above the
+// last bound. Bounds are in milliseconds and log-spaced (1, 1.5, 2, 3, 5,
+// 7 per decade), trimmed to the samples' range.
+type Histogram struct {
+	// Name is "ttft_ms", "tpot_ms" or "itl_ms".
+	Name   string    `json:"name"`
+	Bounds []float64 `json:"bounds_ms"`
+	Counts []int     `json:"counts"`
 }
 
 // Dist is an exact distribution summary in milliseconds, computed from
@@ -158,5 +173,8 @@ type Evidence struct {
 	Kind      string  `json:"kind"`
 	TraceID   string  `json:"trace_id,omitempty"`
 	OverlapMs float64 `json:"overlap_ms"`
-	Detail    string  `json:"detail,omitempty"`
+	// PromptTokens is the other request's prompt size (prefill and batch
+	// evidence), when known.
+	PromptTokens int    `json:"prompt_tokens,omitempty"`
+	Detail       string `json:"detail,omitempty"`
 }
