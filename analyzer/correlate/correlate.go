@@ -384,9 +384,28 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				c.add(report.Evidence{Kind: "same_instant_stall", TraceID: id, OverlapMs: ms(wl)}, wl, wl, weightSignature, detail)
 			}
 		case running > 0 && stalled == 0:
+			// Only this request stalled. A recompute preemption looks like
+			// this, and its re-prefill then slows the others at the end of
+			// the stall; without that corroboration the pattern alone is
+			// too weak to name a cause (a client-side hiccup looks the same).
+			tail := Window{win.End.Add(-wl / 3), win.End.Add(x.cfg.StallTolerance)}
+			reprefill := 0
+			for _, o := range others {
+				for _, s := range o.Stalls {
+					if tail.overlap(s) > 0 {
+						reprefill++
+						break
+					}
+				}
+			}
+			weight := 0.25
+			detail := fmt.Sprintf("only this request stalled while %d others on %s decoded on; no engine event or re-prefill confirms a preemption", running, it.Instance)
+			if reprefill > 0 {
+				weight = weightSignature
+				detail = fmt.Sprintf("only this request stalled while %d others on %s decoded on, and %d of them slowed as it resumed (a re-prefill): likely preempted", running, it.Instance, reprefill)
+			}
 			get(report.CauseKVSwap).add(report.Evidence{Kind: "victim_gap", OverlapMs: ms(wl),
-				Detail: fmt.Sprintf("%d other requests decoded through it", running)}, wl, wl, weightSignature,
-				fmt.Sprintf("only this request stalled while %d others on %s decoded on: likely preempted", running, it.Instance))
+				Detail: fmt.Sprintf("%d other requests decoded through it, %d slowed at its end", running, reprefill)}, wl, wl, weight, detail)
 		}
 	}
 	best := pickBest(cands)

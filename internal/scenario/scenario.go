@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -161,6 +162,10 @@ func parse(b []byte, name string) (Scenario, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Scenario{}, fmt.Errorf("scenario %s: data after the JSON object", name)
+	}
+	if s.Name == "" {
+		// EngineConfig names instances after the scenario.
+		s.Name = strings.TrimSuffix(filepath.Base(name), ".json")
 	}
 	if s.Instances <= 0 {
 		s.Instances = 1

@@ -115,7 +115,9 @@ func causeOf(f *stepFlags) string {
 	return ""
 }
 
-// label applies the ground-truth rule to a finished request: the baseline
+// label applies the ground-truth rule to a finished request, on the
+// simulated duration of each gap (so host scheduling noise is not labelled
+// as an injected cause): the baseline
 // is the median of its gaps in steps where nothing was injected; each run
 // of consecutive gaps with one cause is a segment when its median is at
 // least TruthMinSlowdown × baseline (TruthBatchSlowdown and at least
