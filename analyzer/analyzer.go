@@ -34,6 +34,9 @@ type Config struct {
 	// Focus is a trace id whose request keeps its gap series whatever
 	// its rank (tokentrace trace).
 	Focus string
+	// Skips collects what was not analysed (default: a new one); share it
+	// with a source that reports skips of its own.
+	Skips *source.Skips
 	// Now stamps the report (default time.Now).
 	Now func() time.Time
 }
@@ -58,7 +61,10 @@ const maxKeptGaps = 2000
 // Analyze reads every request of src and returns the report.
 func Analyze(ctx context.Context, src source.Source, cfg Config) (*report.Report, error) {
 	a := newRun(cfg)
-	skips := &source.Skips{}
+	skips := cfg.Skips
+	if skips == nil {
+		skips = &source.Skips{}
+	}
 	if err := source.Requests(ctx, src, skips, a.add); err != nil {
 		return nil, err
 	}

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/tokentrace/tokentrace/analyzer"
+	"github.com/tokentrace/tokentrace/analyzer/model"
 	"github.com/tokentrace/tokentrace/analyzer/report"
 	"github.com/tokentrace/tokentrace/analyzer/source"
+	"github.com/tokentrace/tokentrace/analyzer/source/jaegerquery"
 )
 
 // command is one subcommand; the table below is the only list of them.
@@ -96,6 +97,21 @@ type common struct {
 	cold        int
 	failOn      bool
 	maxP99TPOT  float64
+
+	// Jaeger as the source.
+	jaeger      string
+	protocol    string
+	service     string
+	operation   string
+	since       time.Duration
+	start, end  string
+	minDuration time.Duration
+	limit       int
+	model       string
+	promptType  string
+	instance    string
+	timeout     time.Duration
+	skips       *source.Skips
 }
 
 func (c *common) register(fs *flag.FlagSet, defFormat string) {
@@ -109,6 +125,72 @@ func (c *common) register(fs *flag.FlagSet, defFormat string) {
 	fs.IntVar(&c.cold, "cold", 100, "the first N requests of each instance count as cold (warm-up)")
 	fs.BoolVar(&c.failOn, "fail-on-degraded", false, "exit with status 3 if any request is degraded (a CI gate)")
 	fs.Float64Var(&c.maxP99TPOT, "max-p99-tpot", 0, "exit with status 3 if P99 TPOT exceeds this many milliseconds (0: off)")
+	fs.StringVar(&c.jaeger, "jaeger", "", "Jaeger query endpoint: host:16685 or grpc://host:16685 (gRPC api_v3, falling back to api_v2), http://host:16686 (HTTP api_v3, falling back to /api/traces); bearer token from $TOKENTRACE_JAEGER_TOKEN")
+	fs.StringVar(&c.protocol, "jaeger-protocol", "auto", "force the Jaeger API: auto, v3, v2, http-v3, http-legacy")
+	fs.StringVar(&c.service, "service", "", "Jaeger: the gateway's service name (required with --jaeger)")
+	fs.StringVar(&c.operation, "operation", "", "Jaeger: span name, e.g. \"chat llama-3-8b\"")
+	fs.DurationVar(&c.since, "since", time.Hour, "Jaeger: look back this far (ignored with --start)")
+	fs.StringVar(&c.start, "start", "", "Jaeger: window start, RFC 3339")
+	fs.StringVar(&c.end, "end", "", "Jaeger: window end, RFC 3339 (default now)")
+	fs.DurationVar(&c.minDuration, "min-duration", 0, "Jaeger: only requests at least this long")
+	fs.IntVar(&c.limit, "limit", 1000, "Jaeger: search depth per query window; full windows are split in time")
+	fs.StringVar(&c.model, "model", "", "Jaeger: only requests for this model")
+	fs.StringVar(&c.promptType, "prompt-type", "", "Jaeger: only requests of this prompt type")
+	fs.StringVar(&c.instance, "instance", "", "Jaeger: only requests served by this engine instance")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "Jaeger: timeout of each query")
+}
+
+// query builds the Jaeger query of the flags.
+func (c *common) query(ids []string) (jaegerquery.Query, error) {
+	q := jaegerquery.Query{Service: c.service, Operation: c.operation, MinDuration: c.minDuration, Limit: c.limit, TraceIDs: ids}
+	end := time.Now()
+	if c.end != "" {
+		t, err := time.Parse(time.RFC3339Nano, c.end)
+		if err != nil {
+			return q, usageError{"--end: " + err.Error()}
+		}
+		end = t
+	}
+	start := end.Add(-c.since)
+	if c.start != "" {
+		t, err := time.Parse(time.RFC3339Nano, c.start)
+		if err != nil {
+			return q, usageError{"--start: " + err.Error()}
+		}
+		start = t
+	}
+	if !start.Before(end) {
+		return q, usageError{"the window's start is not before its end"}
+	}
+	q.Start, q.End = start, end
+	attrs := map[string]string{}
+	for k, v := range map[string]string{"model": c.model, "prompt_type": c.promptType, "instance": c.instance} {
+		if v != "" {
+			attrs[jaegerquery.AttributeKey(k)] = v
+		}
+	}
+	if len(attrs) > 0 {
+		q.Attributes = attrs
+	}
+	if len(ids) == 0 && q.Service == "" {
+		return q, usageError{"--service is required with --jaeger"}
+	}
+	return q, nil
+}
+
+// jaegerClient connects to --jaeger.
+func (c *common) jaegerClient(stderr io.Writer) (*jaegerquery.Client, error) {
+	proto, err := jaegerquery.ParseProtocol(c.protocol)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	c.skips = &source.Skips{}
+	opts := []jaegerquery.Option{jaegerquery.WithProtocol(proto), jaegerquery.WithSkips(c.skips),
+		jaegerquery.WithTimeout(c.timeout), jaegerquery.WithProgress(stderr)}
+	if tok := os.Getenv("TOKENTRACE_JAEGER_TOKEN"); tok != "" {
+		opts = append(opts, jaegerquery.WithBearerToken(tok))
+	}
+	return jaegerquery.New(c.jaeger, opts...)
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
@@ -143,17 +225,33 @@ func (c *common) config() (analyzer.Config, error) {
 	return cfg, nil
 }
 
-func (c *common) source(args []string) (source.Source, string, error) {
+func (c *common) source(args []string, stderr io.Writer) (source.Source, string, func(), error) {
 	files := append(append([]string(nil), c.files...), args...)
+	if c.jaeger != "" {
+		if len(files) > 0 {
+			return nil, "", nil, usageError{"give --jaeger or --file, not both"}
+		}
+		q, err := c.query(nil)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		cl, err := c.jaegerClient(stderr)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		desc := fmt.Sprintf("Jaeger %s, service %s, %s → %s", cl.Endpoint(), q.Service, q.Start.Format(time.RFC3339), q.End.Format(time.RFC3339))
+		return cl.Source(q), desc, func() { cl.Close() }, nil
+	}
 	if len(files) == 0 {
-		return nil, "", usageError{"no input: give --file FILE (Jaeger sources: --jaeger, coming with the Jaeger issue)"}
+		return nil, "", nil, usageError{"no input: give --file FILE or --jaeger ENDPOINT --service NAME"}
 	}
 	for _, f := range files {
 		if _, err := os.Stat(f); err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 	}
-	return source.Files(files, nil), strings.Join(files, ", "), nil
+	c.skips = &source.Skips{}
+	return source.Files(files, c.skips), strings.Join(files, ", "), func() {}, nil
 }
 
 // output writes rpt in the chosen format, to --out or stdout, then
@@ -206,11 +304,12 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	src, desc, err := c.source(fs.Args())
+	src, desc, done, err := c.source(fs.Args(), stderr)
 	if err != nil {
 		return err
 	}
-	cfg.Source = desc
+	defer done()
+	cfg.Source, cfg.Skips = desc, c.skips
 	rpt, err := analyzer.Analyze(ctx, src, cfg)
 	if err != nil {
 		return err
@@ -242,11 +341,12 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	src, desc, err := c.source(rest)
+	src, desc, done, err := c.traceSource(ctx, id, rest, stderr)
 	if err != nil {
 		return err
 	}
-	cfg.Source = desc
+	defer done()
+	cfg.Source, cfg.Skips = desc, c.skips
 	cfg.Focus = id
 	// Every request is analysed: the others are the cross-trace evidence.
 	rpt, err := analyzer.Analyze(ctx, src, cfg)
@@ -280,11 +380,12 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(c.by) == 0 {
 		cfg.GroupBy = []string{"model", "prompt_type", "instance"}
 	}
-	src, desc, err := c.source(fs.Args())
+	src, desc, done, err := c.source(fs.Args(), stderr)
 	if err != nil {
 		return err
 	}
-	cfg.Source = desc
+	defer done()
+	cfg.Source, cfg.Skips = desc, c.skips
 	rpt, err := analyzer.Analyze(ctx, src, cfg)
 	if err != nil {
 		return err
@@ -312,14 +413,49 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// sortedKeys is used by the demo's summary.
-func sortedKeys(m map[string]int) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
+// traceSource is the source of "trace": from files, every request (the
+// others are cross-trace evidence); from Jaeger, the trace itself and then
+// every request of its service around its time.
+func (c *common) traceSource(ctx context.Context, id string, files []string, stderr io.Writer) (source.Source, string, func(), error) {
+	if c.jaeger == "" {
+		return c.source(files, stderr)
 	}
-	sort.Strings(k)
-	return k
+	cl, err := c.jaegerClient(stderr)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	// First the trace alone, to learn its service and time.
+	var svc string
+	var first, last time.Time
+	err = cl.Source(jaegerquery.Query{TraceIDs: []string{id}}).Spans(ctx, func(s *model.Span) error {
+		if svc == "" {
+			svc = s.Service
+		}
+		if first.IsZero() || s.Start.Before(first) {
+			first = s.Start
+		}
+		if s.End.After(last) {
+			last = s.End
+		}
+		return nil
+	})
+	if err != nil {
+		cl.Close()
+		return nil, "", nil, err
+	}
+	if c.service != "" {
+		svc = c.service
+	}
+	// Requests that overlapped it on its instance explain it: pull a
+	// window around it.
+	margin := 2 * time.Minute
+	q := jaegerquery.Query{Service: svc, Start: first.Add(-margin), End: last.Add(margin), Limit: c.limit}
+	src := source.Dedup(source.Func(func(ctx context.Context, visit source.Visitor) error {
+		if err := cl.Source(jaegerquery.Query{TraceIDs: []string{id}}).Spans(ctx, visit); err != nil {
+			return err
+		}
+		return cl.Source(q).Spans(ctx, visit)
+	}), c.skips)
+	desc := fmt.Sprintf("Jaeger %s, trace %s and service %s ±%v around it", cl.Endpoint(), id, svc, margin)
+	return src, desc, func() { cl.Close() }, nil
 }
-
-var _ = time.Second
