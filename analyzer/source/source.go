@@ -43,6 +43,15 @@ const (
 	ReasonCorruptGzip   = "corrupt gzip data (rest of file skipped)"
 )
 
+// Skip reasons of the checks every decoder makes on every span.
+const (
+	ReasonNoTraceID = du.ReasonNoTraceID // "span without a valid trace id"
+	ReasonNoSpanID  = du.ReasonNoSpanID  // "span without a valid span id"
+	ReasonNoStart   = du.ReasonNoStart   // "span without a start time"
+	ReasonNoEnd     = du.ReasonNoEnd     // "span without an end time"
+	ReasonNegative  = du.ReasonNegative  // "negative span duration (ends before it starts)"
+)
+
 // Requests adapts a Source into model.Requests via model.FromSpan and
 // calls fn for each. Spans of other instrumentation are counted as
 // skipped ("not a tokentrace span"), as are spans of a newer schema major

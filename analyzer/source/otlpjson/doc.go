@@ -9,10 +9,12 @@
 // where writers differ: integers as numbers or strings, enums as numbers
 // or names ("SPAN_KIND_SERVER"), ids as hex or base64.
 //
-// Decoding streams: a file of lines is read one line at a time, and a
-// document is walked token by token down to its spans, so at most one
-// span (one line for line files) is held at a time, whatever the size of
-// the file. A bad line or span is reported to the skip function with its
-// file:line and the rest still decodes; only I/O errors and the visit
-// function's errors stop Decode.
+// Decoding streams: a file of lines is read one line (one TracesData, at
+// most 256 MiB) at a time, and a document is walked token by token down
+// to its spans, so at most one line or one span is held at a time,
+// whatever the size of the file. Well-formed lines of the usual shape
+// take a fast path that walks them by hand; anything else goes through
+// encoding/json, and both give the same spans. A bad line or span is
+// reported to the skip function with its file:line and the rest still
+// decodes; only I/O errors and the visit function's errors stop Decode.
 package otlpjson

@@ -1,6 +1,7 @@
 package otlpjson
 
 import (
+	"bytes"
 	"encoding/json"
 
 	du "github.com/tokentrace/tokentrace/analyzer/source/internal/decodeutil"
@@ -494,6 +495,15 @@ func (p *scanner) lit(c byte) bool {
 func (p *scanner) quoted() (lit []byte, esc, ok bool) {
 	if p.peek() != '"' {
 		return nil, false, false
+	}
+	// Most strings have no escape: find the closing quote at once.
+	if q := bytes.IndexByte(p.b[p.i+1:], '"'); q >= 0 {
+		end := p.i + 1 + q
+		if bytes.IndexByte(p.b[p.i+1:end], '\\') < 0 {
+			lit = p.b[p.i : end+1]
+			p.i = end + 1
+			return lit, false, true
+		}
 	}
 	for j := p.i + 1; j < len(p.b); j++ {
 		switch p.b[j] {

@@ -37,7 +37,9 @@ func lineSeeds(f *testing.F) {
 	for _, mut := range []func(string) string{
 		func(s string) string { return strings.Replace(s, `"traceId"`, `"TraceId"`, 1) },
 		func(s string) string { return strings.Replace(s, `"name":"chat llama-3-8b"`, `"name":5`, 1) },
-		func(s string) string { return strings.Replace(s, `"kind":2`, `"kind":"SPAN_KIND_CLIENT","kind":null`, 1) },
+		func(s string) string {
+			return strings.Replace(s, `"kind":2`, `"kind":"SPAN_KIND_CLIENT","kind":null`, 1)
+		},
 		func(s string) string { return strings.Replace(s, `{"resource":`, `{"scopeSpans":[],"resource":`, 1) },
 		func(s string) string { return strings.Replace(s, `"stringValue":"llm-gateway"`, `"stringValue":7`, 1) },
 		func(s string) string { return strings.Replace(s, `"intValue":"512"`, `"intValue":512.0`, 1) },

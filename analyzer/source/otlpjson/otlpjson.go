@@ -15,17 +15,20 @@ import (
 // Skip reasons reported by Decode (besides the span checks every decoder
 // makes: missing ids, missing times, negative duration).
 const (
-	ReasonMalformedLine   = "malformed OTLP JSON line (rest of line skipped)"
-	ReasonLineTooLong     = "OTLP JSON line too long"
-	ReasonMalformedRest   = "malformed OTLP JSON (rest of file skipped)"
-	ReasonSpanTooLong     = "OTLP JSON span too large (rest of file skipped)"
-	ReasonSpanTypes       = "OTLP JSON span with wrong field types"
-	ReasonResourceTypes   = "OTLP JSON resource with wrong field types (service unknown)"
-	ReasonStructure       = "unexpected OTLP JSON structure"
-	ReasonAPIError        = "Jaeger API error answer"
-	ReasonNoTracesData    = "OTLP JSON value without resourceSpans"
-	maxWrapperDepth       = 3
-	describeValueMaxBytes = 160
+	ReasonMalformedLine = "malformed OTLP JSON line (rest of line skipped)"
+	ReasonLineTooLong   = "OTLP JSON line too long"
+	ReasonMalformedRest = "malformed OTLP JSON (rest of file skipped)"
+	ReasonSpanTooLong   = "OTLP JSON span too large (rest of file skipped)"
+	ReasonSpanTypes     = "OTLP JSON span with wrong field types"
+	ReasonResourceTypes = "OTLP JSON resource with wrong field types (service unknown)"
+	ReasonStructure     = "unexpected OTLP JSON structure"
+	ReasonAPIError      = "Jaeger API error answer"
+	ReasonNoTracesData  = "OTLP JSON value without resourceSpans"
+)
+
+const (
+	maxWrapperDepth       = 3   // arrays and result objects around a TracesData
+	describeValueMaxBytes = 160 // of an API error quoted in a skip
 )
 
 // Sniff reports whether prefix, the start of a file, looks like OTLP JSON:
