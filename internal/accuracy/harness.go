@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -24,6 +25,10 @@ type Case struct {
 	Score    Score
 	Baseline Score // the no-change detector
 	Report   *report.Report
+	Truth    Truth
+	// ReplayLateP99 is how late a replay wrote its tokens (P99): above a
+	// few milliseconds the host was too busy to reproduce real timing.
+	ReplayLateP99 time.Duration
 }
 
 func recorder() (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
@@ -65,7 +70,7 @@ func Scenario(ctx context.Context, sc scenario.Scenario, cfg analyzer.Config) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Case{Name: sc.Name, Score: Evaluate(truth, rpt), Baseline: NoChange(truth), Report: rpt}, nil
+	return &Case{Name: sc.Name, Score: Evaluate(truth, rpt), Baseline: NoChange(truth), Report: rpt, Truth: truth}, nil
 }
 
 // Recording replays a real-engine recording through the instrumented
@@ -98,7 +103,8 @@ func Recording(ctx context.Context, path string, cfg analyzer.Config) (*Case, er
 	if err != nil {
 		return nil, err
 	}
-	return &Case{Name: rec.Scenario, Score: Evaluate(truth, rpt), Baseline: NoChange(truth), Report: rpt}, nil
+	return &Case{Name: rec.Scenario, Score: Evaluate(truth, rpt), Baseline: NoChange(truth), Report: rpt, Truth: truth,
+		ReplayLateP99: res.LatenessP99}, nil
 }
 
 // Total sums the scores of cases, in name order.

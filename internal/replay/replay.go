@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -90,9 +91,14 @@ func Load(path string) (*Recording, error) {
 	return &r, nil
 }
 
-// Result maps each stream to the trace its request made.
+// Result maps each stream to the trace its request made, and says how
+// faithfully the recorded times were kept.
 type Result struct {
 	TraceIDs map[string]string // stream name → trace id (hex)
+	// Lateness is how late the replay engine wrote tokens against their
+	// recorded times (P99 and max over all tokens): a busy host delays
+	// timers, and a late token is a gap the recording did not have.
+	LatenessP99, LatenessMax time.Duration
 }
 
 // header names the stream a request replays.
@@ -110,8 +116,9 @@ func Play(ctx context.Context, rec *Recording, tp trace.TracerProvider) (*Result
 		byName[rec.Streams[i].Name] = &rec.Streams[i]
 	}
 	var (
-		mu  sync.Mutex
-		ids = map[string]string{}
+		mu   sync.Mutex
+		ids  = map[string]string{}
+		late []time.Duration
 	)
 	eng := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := byName[r.Header.Get(header)]
@@ -125,7 +132,10 @@ func Play(ctx context.Context, rec *Recording, tp trace.TracerProvider) (*Result
 			ids[s.Name] = sc.TraceID().String()
 			mu.Unlock()
 		}
-		serve(w, r, s, start)
+		l := serve(w, r, s, start)
+		mu.Lock()
+		late = append(late, l...)
+		mu.Unlock()
 	})
 	engLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -192,28 +202,39 @@ func Play(ctx context.Context, rec *Recording, tp trace.TracerProvider) (*Result
 	if err := instrument.Flush(ctx); err != nil {
 		return nil, err
 	}
-	return &Result{TraceIDs: ids}, nil
+	res := &Result{TraceIDs: ids}
+	mu.Lock()
+	slices.Sort(late)
+	if n := len(late); n > 0 {
+		res.LatenessP99, res.LatenessMax = late[(n-1)*99/100], late[n-1]
+	}
+	mu.Unlock()
+	return res, nil
 }
 
 // serve writes s's tokens at their recorded times, as a completions
-// stream with a final usage chunk.
-func serve(w http.ResponseWriter, r *http.Request, s *Stream, start time.Time) {
+// stream with a final usage chunk, and returns how late each token was.
+func serve(w http.ResponseWriter, r *http.Request, s *Stream, start time.Time) []time.Duration {
+	late := make([]time.Duration, 0, len(s.TMs))
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	id := "cmpl-" + s.Name
 	for i, t := range s.TMs {
-		if sleepUntil(r.Context(), start.Add(msDur(t))) != nil {
-			return
+		due := start.Add(msDur(t))
+		if sleepUntil(r.Context(), due) != nil {
+			return late
 		}
 		fmt.Fprintf(w, "data: {\"id\":%q,\"object\":\"text_completion\",\"model\":\"llama-realengine\",\"choices\":[{\"index\":0,\"text\":\"t%d \",\"finish_reason\":null}]}\n\n", id, i)
 		_ = rc.Flush()
+		late = append(late, time.Since(due))
 	}
 	fmt.Fprintf(w, "data: {\"id\":%q,\"object\":\"text_completion\",\"model\":\"llama-realengine\",\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}]}\n\n", id)
 	fmt.Fprintf(w, "data: {\"id\":%q,\"object\":\"text_completion\",\"model\":\"llama-realengine\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n",
 		id, s.Timings.PromptN, len(s.TMs), s.Timings.PromptN+len(s.TMs))
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	_ = rc.Flush()
+	return late
 }
 
 func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

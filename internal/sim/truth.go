@@ -17,11 +17,19 @@ const (
 	CauseUnknown = "unknown"
 )
 
-// Labelling thresholds of the ground truth (docs/simulator.md).
+// Labelling thresholds of the ground truth (docs/simulator.md). They are
+// the product's definition of a degradation, the same as the analyzer's
+// defaults: a run is at least three gaps at ≥ 1.6× the request's baseline,
+// a stall a gap (or two) at ≥ 4× — a late token at 1.5–3× happens from
+// delivery and scheduling alone and is not what a root-cause report is for.
 const (
-	// TruthMinSlowdown: a run of gaps with one cause is a degradation when
-	// its median is at least this many times the request's baseline.
-	TruthMinSlowdown = 1.5
+	// TruthMinSlowdown: a run of at least TruthMinRun gaps with one cause
+	// is a degradation when its median is at least this many times the
+	// request's baseline.
+	TruthMinSlowdown = 1.6
+	TruthMinRun      = 3
+	// TruthStallSlowdown: a shorter run (a stall) must be at least this.
+	TruthStallSlowdown = 4
 	// TruthBatchSlowdown and TruthBatchMinGaps: the stricter rule for the
 	// batch cause, as in shared/data/realengine.
 	TruthBatchSlowdown = 1.8
@@ -117,11 +125,11 @@ func causeOf(f *stepFlags) string {
 
 // label applies the ground-truth rule to a finished request, on the
 // simulated duration of each gap (so host scheduling noise is not labelled
-// as an injected cause): the baseline
-// is the median of its gaps in steps where nothing was injected; each run
-// of consecutive gaps with one cause is a segment when its median is at
-// least TruthMinSlowdown × baseline (TruthBatchSlowdown and at least
-// TruthBatchMinGaps gaps for batch).
+// as an injected cause): the baseline is the median of its gaps in steps
+// where nothing was injected; each run of consecutive gaps with one cause
+// is a segment when its median is at least TruthMinSlowdown × baseline
+// (TruthStallSlowdown for runs shorter than TruthMinRun; TruthBatchSlowdown
+// and at least TruthBatchMinGaps gaps for batch).
 func label(instance string, r *Request) TruthRecord {
 	rec := TruthRecord{
 		Schema: TruthSchema, Instance: instance, RequestID: r.ID, Ordinal: r.ordinal,
@@ -171,6 +179,9 @@ func label(instance string, r *Request) TruthRecord {
 			}
 			med := median(gaps)
 			need, minGaps := TruthMinSlowdown, 1
+			if len(gaps) < TruthMinRun {
+				need = TruthStallSlowdown
+			}
 			if c == CauseBatch {
 				need, minGaps = TruthBatchSlowdown, TruthBatchMinGaps
 			}
