@@ -45,7 +45,7 @@ func ScanChunk(data []byte) Chunk {
 		c.Done = true
 		return c
 	}
-	if !scanTop(d, &c) {
+	if !scanTop(d, &c, nil) {
 		c.Malformed = true
 	}
 	return c
@@ -217,32 +217,206 @@ const (
 	stAfter        // a value just ended
 )
 
+// nest is the walker's nesting state (see scanTop).
+type nest struct {
+	depth    int
+	obj      bool  // innermost container is an object
+	ctx, key uint8 // context of the innermost container, meaning of the next value
+	ctxs     [4]uint8
+	isObj    [maxDepth / 64]uint64
+}
+
+// snapshot is the walker state at a resume point: the opening quote of the
+// first string value of a content-like member (choices[i].text, or
+// content/reasoning_content/reasoning/refusal of choices[i].delta or
+// .message), where the walk is in state stValue. The walk up to that quote
+// reads no byte after it and depends on nothing else (see the package
+// documentation, "Fast path"), so for any payload that starts with the same
+// bytes up to and including the quote, a walk resumed from the snapshot is
+// the walk ScanChunk does.
+type snapshot struct {
+	pos   int     // index of the opening quote; the prefix is d[:pos+1]
+	nest  nest    // nesting state at pos
+	c     Chunk   // fields found before pos, byte slices nil (see spans)
+	spans [3]span // Model, ID, FinishReason of c as offsets in d
+}
+
+// span locates a byte slice of a Chunk in the payload: d[start:end], or nil
+// when start < 0.
+type span struct{ start, end int }
+
+var noSpan = span{-1, -1}
+
+// spanOf returns the span of b, nil or a sub-slice d[s:q] of d. Such a
+// slice has the capacity of d minus s, which gives s without pointer
+// arithmetic.
+func spanOf(d, b []byte) span {
+	if b == nil {
+		return noSpan
+	}
+	s := cap(d) - cap(b)
+	return span{s, s + len(b)}
+}
+
+// of returns d[start:end], nil for noSpan.
+func (sp span) of(d []byte) []byte {
+	if sp.start < 0 {
+		return nil
+	}
+	return d[sp.start:sp.end]
+}
+
+// take records the walker state at the opening quote d[i].
+func (s *snapshot) take(d []byte, c *Chunk, i int, ns *nest) {
+	s.pos, s.nest, s.c = i, *ns, *c
+	s.spans = [3]span{spanOf(d, c.Model), spanOf(d, c.ID), spanOf(d, c.FinishReason)}
+	// Keep no reference to the caller's bytes.
+	s.c.Model, s.c.ID, s.c.FinishReason = nil, nil, nil
+}
+
+// maxHoles bounds the number of usage numbers a tail template can vary.
+const maxHoles = 4
+
+// holes records the usage numbers of a walk that are plain integers
+// ([1-9][0-9]*), as candidate holes of a tail template (see the package
+// documentation, "Fast path"): the walker's control flow does not depend on
+// the digits of such a number, only on the byte after it, and the digits
+// only end up in PromptTokens or CompletionTokens.
+type holes struct {
+	n  int
+	at [maxHoles]span // the digits, in document order
+	// Index in at of the number that set PromptTokens (CompletionTokens)
+	// last in the walk, -1 if none did or the last one is not a hole.
+	prompt, completion int
+}
+
+func (h *holes) reset() { h.n, h.prompt, h.completion = 0, -1, -1 }
+
+// number records the usage number d[start:end] with meaning key (called
+// only when the walker accepted it and a byte follows it).
+func (h *holes) number(d []byte, start, end int, key uint8) {
+	idx := -1
+	if h.n < maxHoles && isPlainInt(d[start:end]) {
+		idx = h.n
+		h.at[idx] = span{start, end}
+		h.n++
+	}
+	switch key {
+	case kPrompt:
+		h.prompt = idx
+	case kCompletion:
+		h.completion = idx
+	}
+}
+
+// isPlainInt reports whether b matches [1-9][0-9]*.
+func isPlainInt(b []byte) bool {
+	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
+		return false
+	}
+	for _, ch := range b[1:] {
+		if ch-'0' > 9 {
+			return false
+		}
+	}
+	return true
+}
+
+// closeQuote returns the index of the first unescaped '"' in d[s:], or -1.
+// A backslash escapes the byte after it, whatever it is. scanTop has the
+// same loop inlined (TestCloseQuote checks them against a plain loop).
+func closeQuote(d []byte, s int) int {
+	n := len(d)
+	j := s
+	// 8 bytes at a time.
+	for j+8 <= n {
+		w := binary.LittleEndian.Uint64(d[j:])
+		x1 := w ^ (lsb * '"')
+		x2 := w ^ (lsb * '\\')
+		m := ((x1-lsb)&^x1 | (x2-lsb)&^x2) & msb
+		if m == 0 {
+			j += 8
+			continue
+		}
+		// The lowest flagged byte is exact (the zero-byte trick only
+		// gives false positives above a true match).
+		k := j + bits.TrailingZeros64(m)>>3
+		if d[k] == '"' {
+			return k
+		}
+		j = k + 2 // the backslash and the byte it escapes
+	}
+	for j < n {
+		if d[j] == '"' {
+			return j
+		}
+		if d[j] == '\\' {
+			j += 2
+		} else {
+			j++
+		}
+	}
+	return -1
+}
+
+// walk asks scanTop for more than ScanChunk's walk.
+type walk struct {
+	// from != nil resumes a walk at d[i] in state st with nesting state
+	// *from and the fields already in c: the caller guarantees that this
+	// is the state a walk from d[0] has there.
+	from  *nest
+	i, st int
+	// save, when not nil, receives the state at the first resume point
+	// the walk reaches (if any); scanTop then sets it to nil.
+	save *snapshot
+	// rec, when not nil, records the usage numbers met (see holes).
+	rec *holes
+}
+
 // scanTop walks d (already trimmed), filling c. It returns false if d is not
 // exactly one well-formed JSON object. It is a single iterative loop (no
 // recursion, no calls per token on the common path): the nesting is tracked
 // with a bit stack (object or array) bounded by maxDepth, and the context of
 // the first four levels, which is all the interpreted paths need.
-func scanTop(d []byte, c *Chunk) bool {
+//
+// w == nil is ScanChunk's walk. Otherwise, see walk.
+func scanTop(d []byte, c *Chunk, w *walk) bool {
 	n := len(d)
-	if n == 0 || d[0] != '{' {
-		return false
-	}
 	var isObj [maxDepth / 64]uint64
-	var ctxs [4]uint8 // context per level while depth <= 4
-	isObj[0] = 1
-	ctxs[0] = cTop
-	depth := 1
-	obj := true // innermost container is an object
-	ctx, key := cTop, kNone
-	i := 1
-	for i < n && isSpace(d[i]) {
-		i++
+	// ctxs: context per level while depth <= 4. w is kept with it in
+	// memory: it is used off the hot path only.
+	var aux struct {
+		ctxs [4]uint8
+		w    *walk
 	}
-	st := stKey
-	if i < n && d[i] == '}' {
-		i++
-		depth = 0
-		st = stAfter
+	aux.w = w
+	var depth, i, st int
+	var obj bool // innermost container is an object
+	var ctx, key uint8
+	if w != nil && w.from != nil {
+		f := w.from
+		isObj, aux.ctxs = f.isObj, f.ctxs
+		depth, obj, ctx, key = f.depth, f.obj, f.ctx, f.key
+		i, st = w.i, w.st
+	} else {
+		if n == 0 || d[0] != '{' {
+			return false
+		}
+		isObj[0] = 1
+		aux.ctxs[0] = cTop
+		depth = 1
+		obj = true
+		ctx, key = cTop, kNone
+		i = 1
+		for i < n && isSpace(d[i]) {
+			i++
+		}
+		st = stKey
+		if i < n && d[i] == '}' {
+			i++
+			depth = 0
+			st = stAfter
+		}
 	}
 	for {
 		switch st {
@@ -414,8 +588,8 @@ func scanTop(d []byte, c *Chunk) bool {
 						obj = false
 						st = stValue
 					}
-					if depth < len(ctxs) {
-						ctxs[depth] = nc
+					if depth < len(aux.ctxs) {
+						aux.ctxs[depth] = nc
 					}
 					depth++
 					ctx, key = nc, kNone
@@ -426,7 +600,7 @@ func scanTop(d []byte, c *Chunk) bool {
 					if i < n && d[i] == closer {
 						i++
 						depth--
-						ctx = ctxAt(&ctxs, depth)
+						ctx = ctxAt(&aux.ctxs, depth)
 						obj = parentIsObj(&isObj, depth)
 						st = stAfter
 					}
@@ -477,6 +651,9 @@ func scanTop(d []byte, c *Chunk) bool {
 						} else if key == kCompletion {
 							c.CompletionTokens = intPart(d[start:i])
 						}
+						if w := aux.w; w != nil && w.rec != nil {
+							w.rec.number(d, start, i, key)
+						}
 					}
 				}
 				if key == kError {
@@ -488,7 +665,8 @@ func scanTop(d []byte, c *Chunk) bool {
 			fallthrough
 		case stStr:
 			// d[i] == '"'. Find the closing quote q (-1 if none), 8 bytes
-			// at a time, stepping over backslash escapes.
+			// at a time, stepping over backslash escapes (closeQuote,
+			// inlined by hand).
 			s := i + 1
 			j, q := s, -1
 			for j+8 <= n {
@@ -540,6 +718,12 @@ func scanTop(d []byte, c *Chunk) bool {
 			switch key {
 			case kNone:
 			case kContent, kText:
+				if w := aux.w; w != nil && w.save != nil {
+					// Resume point (st == stValue): nothing has
+					// been done for this string yet.
+					w.save.take(d, c, i, &nest{depth, obj, ctx, key, aux.ctxs, isObj})
+					w.save = nil
+				}
 				// Decided by the first byte, so that a truncated
 				// non-empty string counts.
 				if s < n && d[s] != '"' {
@@ -595,7 +779,7 @@ func scanTop(d []byte, c *Chunk) bool {
 				}
 				i++
 				depth--
-				ctx, key = ctxAt(&ctxs, depth), kNone
+				ctx, key = ctxAt(&aux.ctxs, depth), kNone
 				obj = parentIsObj(&isObj, depth)
 			case ']':
 				if obj {
@@ -603,7 +787,7 @@ func scanTop(d []byte, c *Chunk) bool {
 				}
 				i++
 				depth--
-				ctx, key = ctxAt(&ctxs, depth), kNone
+				ctx, key = ctxAt(&aux.ctxs, depth), kNone
 				obj = parentIsObj(&isObj, depth)
 			default:
 				return false
