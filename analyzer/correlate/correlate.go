@@ -15,6 +15,7 @@ package correlate
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -257,6 +258,17 @@ func (c *candidate) add(ev report.Evidence, covered, win time.Duration, weight f
 	}
 }
 
+// specificity discounts evidence whose window is much longer than the
+// segment: a GC pause that spans exactly the stalled gap explains it
+// better than a prefill window of several seconds around it. The fourth
+// root keeps the discount gentle (a window 16× longer halves the weight).
+func specificity(seg, ev time.Duration) float64 {
+	if ev <= seg || ev <= 0 {
+		return 1
+	}
+	return math.Sqrt(math.Sqrt(float64(seg) / float64(ev)))
+}
+
 // sizeWeight discounts the cross-trace prefill of a short prompt: its
 // [start, first token] window includes queueing, but its compute is
 // proportional to its length, and a few dozen tokens cannot stall a batch.
@@ -304,7 +316,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				continue // its own (re-)prefill is its TTFT or its preemption
 			}
 			get(report.CausePrefill).add(report.Evidence{Kind: "prefill_event", TraceID: ev.TraceID, OverlapMs: ms(ov),
-				PromptTokens: ev.PromptTokens, Detail: prefillDetail(ev)}, ov, wl, weightEvent,
+				PromptTokens: ev.PromptTokens, Detail: prefillDetail(ev)}, ov, wl, weightEvent*specificity(wl, ew.len()),
 				"prefill of "+who(ev.TraceID, ev.RequestID)+promptSize(ev.PromptTokens, ev.PromptChars))
 			seenPrefill[ev.TraceID+ev.RequestID] = true
 			if ev.TraceID != "" {
@@ -324,10 +336,10 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				detail = fmt.Sprintf("preempted (%s) for %.0f ms", mode, ms(ev.Duration))
 			}
 			get(report.CauseKVSwap).add(report.Evidence{Kind: "preemption_event", TraceID: ev.TraceID, OverlapMs: ms(ov),
-				Detail: fmt.Sprintf("%s preemption, %.0f ms, victim=%t", mode, ms(ev.Duration), ev.Victim)}, ov, wl, w, detail)
+				Detail: fmt.Sprintf("%s preemption, %.0f ms, victim=%t", mode, ms(ev.Duration), ev.Victim)}, ov, wl, w*specificity(wl, ew.len()), detail)
 		case model.KindGCPause:
 			get(report.CauseGC).add(report.Evidence{Kind: "gc_event", OverlapMs: ms(ov),
-				Detail: fmt.Sprintf("%s GC pause of %.0f ms", ev.Source, ms(ev.Duration))}, ov, wl, weightEvent,
+				Detail: fmt.Sprintf("%s GC pause of %.0f ms", ev.Source, ms(ev.Duration))}, ov, wl, weightEvent*specificity(wl, ew.len()),
 				fmt.Sprintf("GC pause (%s) of %.0f ms", ev.Source, ms(ev.Duration)))
 		}
 	}
@@ -343,7 +355,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 			if ov := win.overlap(pw); ov > 0 && !seenPrefill[o.TraceID] {
 				get(report.CausePrefill).add(report.Evidence{Kind: "cross_trace_prefill", TraceID: o.TraceID, OverlapMs: ms(ov),
 					PromptTokens: o.Context, Detail: fmt.Sprintf("prefill %s%s", short(o.TraceID), promptSize(o.Context, 0))},
-					ov, wl, weightCrossTrace*sizeWeight(o.Context), "prefill of "+short(o.TraceID)+promptSize(o.Context, 0))
+					ov, wl, weightCrossTrace*sizeWeight(o.Context)*specificity(wl, pw.len()), "prefill of "+short(o.TraceID)+promptSize(o.Context, 0))
 			}
 			// A long context decoding alongside makes every step dearer:
 			// a run of moderately slow gaps, never a single stall.

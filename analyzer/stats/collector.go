@@ -328,7 +328,7 @@ func (c *Collector) Summary() report.Summary {
 	slices.Sort(ttft)
 	slices.Sort(tpot)
 	itl := slices.Clone(c.itl)
-	slices.Sort(itl)
+	sortFloat32(itl)
 	s.TTFT, s.TPOT, s.ITL = sortedDist(ttft), sortedDist(tpot), sortedDist(itl)
 	for _, h := range []report.Histogram{histogram("ttft_ms", ttft), histogram("tpot_ms", tpot), histogram("itl_ms", itl)} {
 		if len(h.Counts) > 0 {
@@ -410,7 +410,7 @@ func (c *Collector) groups(dim string) []report.Group {
 		}
 		slices.Sort(ttft)
 		slices.Sort(tpot)
-		slices.Sort(itl)
+		sortFloat32(itl)
 		g.TTFT, g.TPOT, g.ITL = sortedDist(ttft), sortedDist(tpot), sortedDist(itl)
 		out = append(out, g)
 	}
