@@ -269,9 +269,18 @@ func specificity(seg, ev time.Duration) float64 {
 	return math.Sqrt(math.Sqrt(float64(seg) / float64(ev)))
 }
 
-// sizeWeight discounts the cross-trace prefill of a short prompt: its
-// [start, first token] window includes queueing, but its compute is
-// proportional to its length, and a few dozen tokens cannot stall a batch.
+// eventPrompt is a prefill event's prompt size in tokens (0 unknown).
+func eventPrompt(ev model.Event) int {
+	if ev.PromptTokens > 0 {
+		return ev.PromptTokens
+	}
+	return ev.PromptChars / 4
+}
+
+// sizeWeight discounts the prefill of a short prompt: a window from
+// admission to first token includes queueing (and any pause that delayed
+// the first token), but the prefill's compute is proportional to the
+// prompt's length, and a few dozen tokens cannot stall a batch.
 func sizeWeight(context int) float64 {
 	const full = 256 // tokens from which a prefill is taken at face value
 	if context <= 0 {
@@ -316,7 +325,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				continue // its own (re-)prefill is its TTFT or its preemption
 			}
 			get(report.CausePrefill).add(report.Evidence{Kind: "prefill_event", TraceID: ev.TraceID, OverlapMs: ms(ov),
-				PromptTokens: ev.PromptTokens, Detail: prefillDetail(ev)}, ov, wl, weightEvent*specificity(wl, ew.len()),
+				PromptTokens: ev.PromptTokens, Detail: prefillDetail(ev)}, ov, wl, weightEvent*specificity(wl, ew.len())*sizeWeight(eventPrompt(ev)),
 				"prefill of "+who(ev.TraceID, ev.RequestID)+promptSize(ev.PromptTokens, ev.PromptChars))
 			seenPrefill[ev.TraceID+ev.RequestID] = true
 			if ev.TraceID != "" {

@@ -1,0 +1,123 @@
+package correlate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tokentrace/tokentrace/analyzer/model"
+	"github.com/tokentrace/tokentrace/analyzer/report"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func stall(from, to int) Segment {
+	return Segment{Window: Window{at(from), at(to)}, Stall: true, Gaps: []float64{float64(to - from)},
+		Ends: []time.Time{at(to)}, FirstTokens: []int{50}, LastTokens: []int{50}, BaselineMs: 15}
+}
+
+func TestGCEventBeatsTheSmallPrefillItDelayed(t *testing.T) {
+	x := NewIndex(DefaultConfig())
+	// A 200 ms GC pause; a 12-token request admitted just before has its
+	// first token delayed by it, so its admission→first-token window
+	// covers the stall too.
+	victim := &Item{TraceID: "v", Instance: "i", Start: at(0), First: at(20), End: at(3000), Generated: true,
+		Segments: []Segment{stall(1000, 1215)},
+		Events: []model.Event{
+			{Kind: model.KindGCPause, Start: at(1010), Duration: 200 * time.Millisecond, Source: "engine"},
+			{Kind: model.KindPrefill, Start: at(990), Duration: 230 * time.Millisecond, Source: "gateway", TraceID: "small", PromptChars: 48},
+		}}
+	x.Add(victim)
+	x.Attribute(1.6)
+	if got := victim.Segments[0].Cause; got != report.CauseGC {
+		t.Fatalf("cause %s (%s), want gc", got, victim.Segments[0].Detail)
+	}
+}
+
+func TestCrossTracePrefillNamesTheIntruder(t *testing.T) {
+	x := NewIndex(DefaultConfig())
+	victim := &Item{TraceID: "v", Instance: "i", Start: at(0), First: at(20), End: at(5000), Context: 10, Generated: true,
+		Segments: []Segment{stall(1500, 2100)}}
+	other := &Item{TraceID: "o", Instance: "other-instance", Start: at(1490), First: at(2095), End: at(2500), Context: 3000, Generated: true}
+	intruder := &Item{TraceID: "in", Instance: "i", Start: at(1490), First: at(2095), End: at(2500), Context: 3000, Generated: true}
+	x.Add(victim)
+	x.Add(other)
+	x.Add(intruder)
+	x.Attribute(1.6)
+	s := victim.Segments[0]
+	if s.Cause != report.CausePrefill || len(s.Evidence) == 0 || s.Evidence[0].TraceID != "in" || s.Evidence[0].PromptTokens != 3000 {
+		t.Fatalf("cause %s evidence %+v, want prefill by in (another instance's request is no evidence)", s.Cause, s.Evidence)
+	}
+}
+
+func TestVictimOnlyStallNeedsARePrefill(t *testing.T) {
+	build := func(reprefill bool) *Item {
+		x := NewIndex(DefaultConfig())
+		victim := &Item{TraceID: "v", Instance: "i", Start: at(0), First: at(20), End: at(5000), Generated: true,
+			Segments: []Segment{stall(1000, 1900)}}
+		o := &Item{TraceID: "o", Instance: "i", Start: at(0), First: at(30), End: at(5000), Generated: true}
+		if reprefill {
+			o.Stalls = []Window{{at(1800), at(1890)}}
+		}
+		x.Add(victim)
+		x.Add(o)
+		x.Attribute(1.6)
+		return victim
+	}
+	if s := build(false).Segments[0]; s.Cause != report.CauseUnknown {
+		t.Errorf("uncorroborated victim-only stall: cause %s (%s), want unknown", s.Cause, s.Detail)
+	}
+	if s := build(true).Segments[0]; s.Cause != report.CauseKVSwap {
+		t.Errorf("victim-only stall with a re-prefill: cause %s (%s), want kv_swap", s.Cause, s.Detail)
+	}
+}
+
+func TestSameInstantStallIsGCLike(t *testing.T) {
+	x := NewIndex(DefaultConfig())
+	victim := &Item{TraceID: "v", Instance: "i", Start: at(0), First: at(20), End: at(5000), Generated: true,
+		Segments: []Segment{stall(1000, 1250)}}
+	x.Add(victim)
+	for _, id := range []string{"a", "b"} {
+		x.Add(&Item{TraceID: id, Instance: "i", Start: at(0), First: at(25), End: at(5000), Generated: true,
+			Stalls: []Window{{at(1002), at(1251)}}})
+	}
+	x.Attribute(1.6)
+	if s := victim.Segments[0]; s.Cause != report.CauseGC || s.Confidence > 0.6 {
+		t.Fatalf("cause %s confidence %.2f, want gc at signature confidence ≤ 0.6", s.Cause, s.Confidence)
+	}
+}
+
+func TestRunIsSplitWhereThePrefillEnds(t *testing.T) {
+	x := NewIndex(DefaultConfig())
+	// 10 gaps: 4 slow prefill gaps (150 ms) ending at 1600 ms when the
+	// intruder's first token arrives, then 6 batch gaps at 45 ms.
+	var seg Segment
+	seg.BaselineMs = 15
+	tm := 1000
+	seg.Window.Start = at(tm)
+	for i := 0; i < 10; i++ {
+		g := 150
+		if i >= 4 {
+			g = 45
+		}
+		tm += g
+		seg.Gaps = append(seg.Gaps, float64(g))
+		seg.Ends = append(seg.Ends, at(tm))
+		seg.FirstTokens = append(seg.FirstTokens, 100+i)
+		seg.LastTokens = append(seg.LastTokens, 100+i)
+	}
+	seg.Window.End = at(tm)
+	victim := &Item{TraceID: "v", Instance: "i", Start: at(0), First: at(20), End: at(5000), Context: 10, Generated: true, Segments: []Segment{seg}}
+	intruder := &Item{TraceID: "in", Instance: "i", Start: at(1000), First: at(1600), End: at(4000), Context: 2000, Generated: true}
+	x.Add(victim)
+	x.Add(intruder)
+	x.Attribute(1.6)
+	if len(victim.Segments) != 2 {
+		t.Fatalf("%d segments, want the run split in two", len(victim.Segments))
+	}
+	a, b := victim.Segments[0], victim.Segments[1]
+	if a.Cause != report.CausePrefill || b.Cause != report.CauseBatch || a.LastTokens[len(a.LastTokens)-1] != 103 || b.FirstTokens[0] != 104 {
+		t.Fatalf("segments %s %v, %s %v; want prefill 100-103 then batch 104-109", a.Cause, a.FirstTokens, b.Cause, b.FirstTokens)
+	}
+}
