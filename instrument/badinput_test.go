@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -503,11 +502,10 @@ func TestBadInputPanicPropagates(t *testing.T) {
 }
 
 func TestBadInputExporterDown(t *testing.T) {
-	// The exporter's own timeout (default 10 s) bounds how long an export
-	// in flight outlives a Shutdown whose context expired; shorten it so
-	// that the test can check that nothing is left behind.
+	// The export timeout (default 10 s) bounds how long an export in
+	// flight outlives a Shutdown whose context expired; shorten it so that
+	// the test can check that nothing is left behind.
 	const exportTimeout = time.Second
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", strconv.Itoa(int(exportTimeout/time.Millisecond)))
 	before := goleak.IgnoreCurrent()
 
 	// A port with nothing listening.
@@ -520,6 +518,7 @@ func TestBadInputExporterDown(t *testing.T) {
 
 	tp, err := instrument.NewTracerProvider(context.Background(),
 		instrument.WithEndpoint(deadAddr), instrument.WithInsecure(),
+		instrument.WithExportTimeout(exportTimeout),
 		instrument.WithBatching(0, 5*time.Millisecond)) // exports start during the requests
 	if err != nil {
 		t.Fatal(err)

@@ -221,9 +221,10 @@ func flushFinisher(b *testing.B) {
 //     every sub-benchmark, bare included).
 //   - MemStats counts the whole process, so nothing else may allocate while
 //     a request is timed. The sub-benchmarks therefore run with
-//     GOMAXPROCS=1 (as testing.AllocsPerRun does): the finisher goroutine
-//     that ServeHTTP starts cannot run before the iteration's counters are
-//     read, and is then run, untimed, by instrument.Flush. It also keeps
+//     GOMAXPROCS=1 (as testing.AllocsPerRun does): the finisher worker
+//     that takes the span ServeHTTP queued cannot run before the
+//     iteration's counters are read, and is then woken, untimed, by
+//     instrument.Flush. It also keeps
 //     garbage collection on the measured core instead of letting GC workers
 //     absorb it on an idle one, so that on an otherwise idle machine
 //     ns/token equals cpu-ns/token.
@@ -352,8 +353,8 @@ func checkExported(b *testing.B, exp *discardExporter, tokEvents int) {
 // mean; p99-ns/return, the 99th percentile over the run). The finisher's
 // background work is flushed with the timer stopped after each request.
 // GOMAXPROCS is left as it is (run with -cpu 1 to see the return path
-// without waking a second thread): the finisher goroutine may start on
-// another core while ServeHTTP returns, as it would in a gateway. For the
+// with a single P): a finisher worker may run on another core while
+// ServeHTTP returns, as it would in a gateway. For the
 // same reason this benchmark's B/op and allocs/op include whatever the
 // finisher allocated concurrently; BenchmarkStream has the request-path
 // allocations.

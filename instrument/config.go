@@ -87,6 +87,7 @@ type config struct {
 	maxChunks      int
 	maxRequestBody int64
 	maxRespBody    int
+	metrics        *metricsConfig // metrics.go; nil: no metrics
 }
 
 // Option configures [Handler] and [Transport].

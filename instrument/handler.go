@@ -1,11 +1,9 @@
 package instrument
 
 import (
-	"io"
 	"net/http"
 	"time"
 
-	"github.com/felixge/httpsnoop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -34,6 +32,7 @@ type handler struct {
 	next   http.Handler
 	cfg    *config
 	tracer trace.Tracer
+	names  spanNames
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -41,49 +40,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	start := time.Now()
-	info := readRequestInfo(r, &r.Body, h.cfg.maxRequestBody)
-	st := newState(h.cfg, trace.SpanKindServer, start, info)
+	st := newState(h.cfg, trace.SpanKindServer, time.Now())
+	st.info = readRequestInfo(r, &r.Body, h.cfg.maxRequestBody, &st.body)
 	if h.cfg.classifier != nil {
-		st.class = h.cfg.classifier(r, info)
+		st.class = h.cfg.classifier(r, st.info)
 	}
 	ctx := h.cfg.propagators.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	ctx, span := h.tracer.Start(ctx, spanName(info),
-		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithTimestamp(start),
-		trace.WithAttributes(st.startAttributes(r)...))
-	st.span, st.spanCtx = span, span.SpanContext()
+	ctx = st.startSpan(ctx, h.tracer, &h.names, r)
 	if h.cfg.instanceFn != nil {
 		st.setInstance(h.cfg.instanceFn(r))
 	}
 
-	ww := httpsnoop.Wrap(w, httpsnoop.Hooks{
-		WriteHeader: func(next httpsnoop.WriteHeaderFunc) httpsnoop.WriteHeaderFunc {
-			return func(code int) {
-				next(code)
-				if code >= 200 || code == http.StatusSwitchingProtocols {
-					st.decide(w.Header(), code)
-				}
-			}
-		},
-		Write: func(next httpsnoop.WriteFunc) httpsnoop.WriteFunc {
-			return func(p []byte) (int, error) {
-				n, err := next(p)
-				if err != nil && st.writeErr == nil {
-					st.writeErr = err
-				}
-				st.wrote(w.Header(), r.Host, p[:n])
-				return n, err
-			}
-		},
-		ReadFrom: func(next httpsnoop.ReadFromFunc) httpsnoop.ReadFromFunc {
-			return func(src io.Reader) (int64, error) {
-				// Observe what is copied; io.Copy keeps the bytes flowing
-				// as they arrive.
-				return next(&observingReader{r: src, st: st, h: w.Header(), host: r.Host})
-			}
-		},
-	})
+	ww := st.wrapWriter(w, r.Host)
 
 	defer func() {
 		// A panic in the gateway's handler (http.ErrAbortHandler from
@@ -96,31 +64,4 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	h.next.ServeHTTP(ww, r.WithContext(withState(ctx, st)))
-}
-
-// wrote observes bytes that went to the client.
-func (st *reqState) wrote(h http.Header, host string, p []byte) {
-	if !st.decided {
-		st.decide(h, http.StatusOK)
-	}
-	if !st.admitted {
-		// No Transport named the engine: fall back to the gateway's host.
-		st.setInstance(host)
-	}
-	st.observe(p)
-}
-
-type observingReader struct {
-	r    io.Reader
-	st   *reqState
-	h    http.Header
-	host string
-}
-
-func (o *observingReader) Read(p []byte) (int, error) {
-	n, err := o.r.Read(p)
-	if n > 0 {
-		o.st.wrote(o.h, o.host, p[:n])
-	}
-	return n, err
 }

@@ -50,6 +50,7 @@ type providerConfig struct {
 	eventLimit   int
 	batchSize    int
 	batchTimeout time.Duration
+	exportTO     time.Duration
 	exporter     sdktrace.SpanExporter
 	attrs        []attribute.KeyValue
 }
@@ -92,6 +93,21 @@ func WithBatching(maxSpans int, timeout time.Duration) ProviderOption {
 		}
 		if timeout > 0 {
 			c.batchTimeout = timeout
+		}
+	})
+}
+
+// WithExportTimeout bounds how long one export of a batch may take,
+// retries included; past it the batch is dropped. It also bounds how long
+// an export in flight outlives a Shutdown whose context expired. Default:
+// OTEL_EXPORTER_OTLP_TRACES_TIMEOUT (or OTEL_EXPORTER_OTLP_TIMEOUT) if set,
+// else the exporter's 10 s. It applies to the OTLP gRPC exporter
+// (otlptracegrpc.WithTimeout) and to the batch processor's call of any
+// exporter (sdktrace.WithExportTimeout). Values <= 0 are ignored.
+func WithExportTimeout(d time.Duration) ProviderOption {
+	return providerOptionFunc(func(c *providerConfig) {
+		if d > 0 {
+			c.exportTO = d
 		}
 	})
 }
@@ -152,6 +168,9 @@ func NewTracerProvider(ctx context.Context, opts ...ProviderOption) (*TracerProv
 		if c.endpoint != "" {
 			eo = append(eo, otlptracegrpc.WithEndpoint(c.endpoint))
 		}
+		if c.exportTO > 0 {
+			eo = append(eo, otlptracegrpc.WithTimeout(c.exportTO))
+		}
 		if c.insecure || isLoopback(c.endpoint) || (c.endpoint == "" && os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "") {
 			eo = append(eo, otlptracegrpc.WithInsecure())
 		}
@@ -170,12 +189,17 @@ func NewTracerProvider(ctx context.Context, opts ...ProviderOption) (*TracerProv
 	}
 	limits := sdktrace.NewSpanLimits()
 	limits.EventCountLimit = c.eventLimit
+	bo := []sdktrace.BatchSpanProcessorOption{
+		sdktrace.WithMaxExportBatchSize(c.batchSize),
+		sdktrace.WithBatchTimeout(c.batchTimeout),
+	}
+	if c.exportTO > 0 {
+		bo = append(bo, sdktrace.WithExportTimeout(c.exportTO))
+	}
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
 		sdktrace.WithRawSpanLimits(limits),
-		sdktrace.WithBatcher(exp,
-			sdktrace.WithMaxExportBatchSize(c.batchSize),
-			sdktrace.WithBatchTimeout(c.batchTimeout)),
+		sdktrace.WithBatcher(exp, bo...),
 	)
 	return &TracerProvider{tp}, nil
 }

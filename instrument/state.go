@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -36,6 +37,7 @@ type reqState struct {
 	kind     trace.SpanKind
 
 	// Response.
+	rw        respWriter // the gateway's writer, wrapped (Handler only)
 	status    int
 	sse       bool // response parsed as SSE
 	decided   bool // sse decided from the response headers
@@ -46,7 +48,7 @@ type reqState struct {
 
 	// Token clock.
 	parser    ssestream.Parser
-	now       time.Time // time of the bytes being observed
+	nowOff    time.Duration // when the bytes being observed were written, since start; -1 until read
 	offsets   *[]time.Duration
 	counts    []uint32 // nil while every chunk carried one token
 	chunks    int
@@ -69,19 +71,52 @@ type reqState struct {
 	mu       sync.Mutex
 	engine   []engineEvent
 	finished bool
+
+	// Storage for what would otherwise be allocated per request.
+	ctx        stateCtx
+	body       bufferedBody
+	startOpts  [3]trace.SpanStartOption
+	startAttrs [12]attribute.KeyValue
+	finishArr  [1]string
 }
 
 var offsetsPool = sync.Pool{New: func() any { s := make([]time.Duration, 0, 1024); return &s }}
 
-func newState(cfg *config, kind trace.SpanKind, start time.Time, info RequestInfo) *reqState {
-	return &reqState{
+// newState returns the state of a request that arrived at start; the
+// caller fills st.info (readRequestInfo) and starts the span (startSpan).
+func newState(cfg *config, kind trace.SpanKind, start time.Time) *reqState {
+	st := &reqState{
 		cfg:     cfg,
 		kind:    kind,
 		start:   start,
-		info:    info,
 		ordinal: cfg.tracker.nextOrdinal(),
 		offsets: offsetsPool.Get().(*[]time.Duration),
 	}
+	st.finishReasons = st.finishArr[:0]
+	return st
+}
+
+var (
+	serverKind = trace.WithSpanKind(trace.SpanKindServer)
+	clientKind = trace.WithSpanKind(trace.SpanKindClient)
+)
+
+// startSpan starts st's span as a child of ctx and returns the span's
+// context. The options and attributes are built in st's own arrays: the
+// SDK copies the attributes and keeps no option.
+func (st *reqState) startSpan(ctx context.Context, tracer trace.Tracer, names *spanNames, r *http.Request) context.Context {
+	kind := serverKind
+	if st.kind == trace.SpanKindClient {
+		kind = clientKind
+	}
+	st.startOpts = [3]trace.SpanStartOption{
+		kind,
+		trace.WithTimestamp(st.start),
+		trace.WithAttributes(st.startAttributes(r)...),
+	}
+	ctx, span := tracer.Start(ctx, names.of(st.info), st.startOpts[:]...)
+	st.span, st.spanCtx = span, span.SpanContext()
+	return ctx
 }
 
 // spanName follows the GenAI conventions: "{operation} {model}".
@@ -92,9 +127,24 @@ func spanName(info RequestInfo) string {
 	return info.Operation + " " + info.Model
 }
 
+// spanNames remembers the last span name built, since a gateway mostly
+// serves the same model and operation over and over.
+type spanNames struct{ last atomic.Pointer[spanNameEntry] }
+
+type spanNameEntry struct{ op, model, name string }
+
+func (n *spanNames) of(info RequestInfo) string {
+	if e := n.last.Load(); e != nil && e.op == info.Operation && e.model == info.Model {
+		return e.name
+	}
+	name := spanName(info)
+	n.last.Store(&spanNameEntry{op: info.Operation, model: info.Model, name: name})
+	return name
+}
+
 // startAttributes are known when the request arrives.
 func (st *reqState) startAttributes(r *http.Request) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, 16)
+	a := st.startAttrs[:0]
 	a = append(a,
 		semconv.SchemaVersionKey.String(semconv.SchemaVersion),
 		semconv.GenAIOperationName.String(st.info.Operation),
@@ -130,17 +180,25 @@ func (st *reqState) setInstance(instance string) {
 	st.admitted = true
 	st.instance = instance
 	st.instOrd = st.cfg.tracker.admit(st, instance)
-	attrs := []attribute.KeyValue{
-		semconv.Instance.String(instance),
-		semconv.InstanceOrdinal.Int64(st.instOrd),
+	// The instance attributes are written with the others when the span
+	// is completed, off the request path.
+}
+
+// instanceAttributes appends the attributes naming st's engine instance.
+func (st *reqState) instanceAttributes(a []attribute.KeyValue) []attribute.KeyValue {
+	if !st.admitted {
+		return a
 	}
-	if host, port, err := net.SplitHostPort(instance); err == nil {
-		attrs = append(attrs, semconv.ServerAddress.String(host))
+	a = append(a,
+		semconv.Instance.String(st.instance),
+		semconv.InstanceOrdinal.Int64(st.instOrd))
+	if host, port, err := net.SplitHostPort(st.instance); err == nil {
+		a = append(a, semconv.ServerAddress.String(host))
 		if p, err := strconv.Atoi(port); err == nil {
-			attrs = append(attrs, semconv.ServerPort.Int(p))
+			a = append(a, semconv.ServerPort.Int(p))
 		}
 	}
-	st.span.SetAttributes(attrs...)
+	return a
 }
 
 // matches reports whether st is the request named by a trace id or an
@@ -200,8 +258,13 @@ func (st *reqState) observe(p []byte) {
 		}
 		return
 	}
-	st.now = time.Now()
+	st.nowOff = -1 // read on the first token of these bytes, by token
 	st.parser.Feed(p, st)
+	if st.nowOff < 0 && p[len(p)-1] != '\n' {
+		// A partial line is left for later bytes or for parser.Close,
+		// which stamps it with the time of these bytes, the last seen.
+		st.nowOff = time.Since(st.start)
+	}
 }
 
 // OnChunk implements ssestream.Sink: one data line of the stream.
@@ -214,7 +277,11 @@ func (st *reqState) OnChunk(c *ssestream.Chunk) {
 		st.errorChunk = true
 	}
 	if c.Model != nil && st.respModel == "" {
-		st.respModel = string(c.Model)
+		if string(c.Model) == st.info.Model {
+			st.respModel = st.info.Model // no copy for the usual case
+		} else {
+			st.respModel = string(c.Model)
+		}
 	}
 	if c.ID != nil && st.respID == "" {
 		st.mu.Lock()
@@ -252,17 +319,46 @@ func (st *reqState) addFinishReason(b []byte) {
 		}
 	}
 	if len(st.finishReasons) < 8 {
-		st.finishReasons = append(st.finishReasons, string(b))
+		st.finishReasons = append(st.finishReasons, finishReason(b))
 	}
 }
 
-// token records a chunk carrying k tokens at st.now.
+// finishReason returns b as a string, without a copy for the reasons
+// OpenAI-compatible servers send.
+func finishReason(b []byte) string {
+	switch string(b) {
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "tool_calls":
+		return "tool_calls"
+	case "content_filter":
+		return "content_filter"
+	case "function_call":
+		return "function_call"
+	case "abort":
+		return "abort"
+	}
+	return string(b)
+}
+
+// token records a chunk carrying k tokens, written now.
 func (st *reqState) token(k int) {
-	off := st.now.Sub(st.start)
+	off := st.nowOff
+	if off < 0 {
+		// The monotonic clock alone: time.Since reads only it, where
+		// time.Now reads the wall clock too (about twice the cost). Wall
+		// times are rebuilt as start+offset when the span is completed.
+		// Read once per Write, and only for a Write that completes a
+		// token-bearing chunk.
+		off = time.Since(st.start)
+		st.nowOff = off
+	}
 	if st.chunks == 0 {
 		st.first = off
 		if st.admitted {
-			st.cfg.tracker.prefillDone(st, st.now)
+			st.cfg.tracker.prefillDone(st, off)
 		}
 	}
 	st.last = off
@@ -323,7 +419,8 @@ func (st *reqState) complete(end time.Time, ctxErr error, withEvents bool) {
 	if !st.sse && len(st.nonStream) > 0 {
 		st.readNonStream()
 	}
-	a := make([]attribute.KeyValue, 0, 24)
+	a := make([]attribute.KeyValue, 0, 32)
+	a = st.instanceAttributes(a)
 	a = append(a, semconv.StreamOutcome.String(outcome))
 	if st.status != 0 {
 		a = append(a, semconv.HTTPResponseStatus.Int(st.status))
@@ -399,21 +496,7 @@ func (st *reqState) complete(end time.Time, ctxErr error, withEvents bool) {
 	span.SetAttributes(a...)
 
 	if withEvents && st.cfg.recording.events() {
-		idx := 0
-		for i, off := range offs {
-			k := 1
-			if st.counts != nil {
-				k = int(st.counts[i])
-			}
-			opts := []trace.EventOption{trace.WithTimestamp(st.start.Add(off))}
-			if k == 1 {
-				opts = append(opts, trace.WithAttributes(semconv.TokenIndex.Int(idx)))
-			} else {
-				opts = append(opts, trace.WithAttributes(semconv.TokenIndex.Int(idx), semconv.TokenCount.Int(k)))
-			}
-			span.AddEvent(semconv.TokenEvent, opts...)
-			idx += k
-		}
+		st.addTokenEvents(span, offs)
 	}
 	// Engine events go last: the SDK drops the oldest events past its
 	// limit, and these are the few that no other attribute keeps.
@@ -425,10 +508,40 @@ func (st *reqState) complete(end time.Time, ctxErr error, withEvents bool) {
 		span.AddEvent(ev.name, trace.WithTimestamp(ev.at), trace.WithAttributes(ev.attrs...))
 	}
 	span.End(trace.WithTimestamp(end))
+	st.recordMetrics(end, ctxErr) // metrics.go; before the offsets are recycled
 
 	*st.offsets = offs[:0]
 	offsetsPool.Put(st.offsets)
 	st.offsets = nil
+}
+
+// addTokenEvents writes one event per timed chunk. The option slice, the
+// attribute slices and the attribute options are made once and refilled
+// for each event: the SDK keeps none of them (trace.NewEventConfig appends
+// the attributes to a slice of its own, and the options are only read), so
+// each event costs the boxed timestamp plus what the SDK allocates itself.
+func (st *reqState) addTokenEvents(span trace.Span, offs []time.Duration) {
+	var kv [3]attribute.KeyValue // [0]: index of a 1-token chunk; [1:3]: index and count
+	one := trace.WithAttributes(kv[0:1]...)
+	many := trace.WithAttributes(kv[1:3]...)
+	opts := make([]trace.EventOption, 2)
+	idx := 0
+	for i, off := range offs {
+		k := 1
+		if st.counts != nil {
+			k = int(st.counts[i])
+		}
+		opts[0] = trace.WithTimestamp(st.start.Add(off))
+		if k == 1 {
+			kv[0] = semconv.TokenIndex.Int(idx)
+			opts[1] = one
+		} else {
+			kv[1], kv[2] = semconv.TokenIndex.Int(idx), semconv.TokenCount.Int(k)
+			opts[1] = many
+		}
+		span.AddEvent(semconv.TokenEvent, opts...)
+		idx += k
+	}
 }
 
 func (st *reqState) readNonStream() {
@@ -450,8 +563,23 @@ func (st *reqState) readNonStream() {
 
 type stateKey struct{}
 
+// withState returns ctx carrying st, as context.WithValue would, but
+// without allocating: the context lives in st.
 func withState(ctx context.Context, st *reqState) context.Context {
-	return context.WithValue(ctx, stateKey{}, st)
+	st.ctx = stateCtx{Context: ctx, st: st}
+	return &st.ctx
+}
+
+type stateCtx struct {
+	context.Context
+	st *reqState
+}
+
+func (c *stateCtx) Value(key any) any {
+	if key == (stateKey{}) {
+		return c.st
+	}
+	return c.Context.Value(key)
 }
 
 func stateFrom(ctx context.Context) *reqState {

@@ -80,20 +80,8 @@ func (t *Tracker) InFlight(instance string) int {
 // deliver adds ev to every request in flight on instance ("" = all) that
 // started before the event ended, except skip.
 func (t *Tracker) deliver(instance string, ev engineEvent, skip *reqState, victim func(*reqState) bool) {
-	end := ev.at.Add(ev.dur)
-	t.mu.Lock()
-	targets := make([]*reqState, 0, 8)
-	for name, is := range t.instances {
-		if instance != "" && name != instance {
-			continue
-		}
-		for st := range is.inflight {
-			if st != skip && st.start.Before(end) {
-				targets = append(targets, st)
-			}
-		}
-	}
-	t.mu.Unlock()
+	var buf [8]*reqState
+	targets := t.targets(buf[:0], instance, ev.at.Add(ev.dur), skip)
 	for _, st := range targets {
 		e := ev
 		if victim != nil && victim(st) {
@@ -101,6 +89,24 @@ func (t *Tracker) deliver(instance string, ev engineEvent, skip *reqState, victi
 		}
 		st.addEngineEvent(e)
 	}
+}
+
+// targets appends to dst the requests in flight on instance ("" = all)
+// that started before end, except skip.
+func (t *Tracker) targets(dst []*reqState, instance string, end time.Time, skip *reqState) []*reqState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, is := range t.instances {
+		if instance != "" && name != instance {
+			continue
+		}
+		for st := range is.inflight {
+			if st != skip && st.start.Before(end) {
+				dst = append(dst, st)
+			}
+		}
+	}
+	return dst
 }
 
 // Prefill describes another request's prompt processing on an engine
@@ -226,22 +232,29 @@ func (t *Tracker) RecordGCPause(instance string, g GCPause) {
 	t.deliver(instance, engineEvent{name: semconv.GCPauseEvent, at: g.Start, dur: g.Duration, attrs: attrs}, nil, nil)
 }
 
-// prefillDone is called once when st's first token arrives: st's prefill
-// ran from its admission until now, on its instance, inside the batch of
-// every other request in flight there.
-func (t *Tracker) prefillDone(st *reqState, first time.Time) {
+// prefillDone is called once when st's first token arrives, first after
+// st's start: st's prefill ran from its admission until then, on its
+// instance, inside the batch of every other request in flight there.
+func (t *Tracker) prefillDone(st *reqState, first time.Duration) {
+	var buf [8]*reqState
+	targets := t.targets(buf[:0], st.instance, st.start.Add(first), st)
+	if len(targets) == 0 {
+		return // alone on its instance: no event to build
+	}
 	sc := st.spanCtx
 	attrs := []attribute.KeyValue{
 		semconv.EngineSource.String(semconv.SourceGateway),
-		semconv.EngineDurationMillis.Float64(millis(first.Sub(st.start))),
+		semconv.EngineDurationMillis.Float64(millis(first)),
 		semconv.PrefillTraceID.String(sc.TraceID().String()),
 		semconv.PrefillSpanID.String(sc.SpanID().String()),
 	}
 	if st.info.PromptChars > 0 {
 		attrs = append(attrs, semconv.PrefillPromptChars.Int(st.info.PromptChars))
 	}
-	ev := engineEvent{name: semconv.PrefillEvent, at: st.start, dur: first.Sub(st.start), attrs: attrs}
-	t.deliver(st.instance, ev, st, nil)
+	ev := engineEvent{name: semconv.PrefillEvent, at: st.start, dur: first, attrs: attrs}
+	for _, target := range targets {
+		target.addEngineEvent(ev)
+	}
 }
 
 // engineEvent is an engine event waiting to be written onto a span.

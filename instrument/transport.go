@@ -42,6 +42,7 @@ type transport struct {
 	base   http.RoundTripper
 	cfg    *config
 	tracer trace.Tracer
+	names  spanNames
 }
 
 var _ http.RoundTripper = (*transport)(nil)
@@ -81,18 +82,14 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(r2)
 	}
 
-	start := time.Now()
+	st := newState(t.cfg, trace.SpanKindClient, time.Now())
 	r2 := r.Clone(ctx)
-	info := readRequestInfo(r2, &r2.Body, t.cfg.maxRequestBody)
-	st := newState(t.cfg, trace.SpanKindClient, start, info)
+	st.info = readRequestInfo(r2, &r2.Body, t.cfg.maxRequestBody, &st.body)
 	if t.cfg.classifier != nil {
-		st.class = t.cfg.classifier(r, info)
+		st.class = t.cfg.classifier(r, st.info)
 	}
-	ctx, span := t.tracer.Start(ctx, spanName(info),
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithTimestamp(start),
-		trace.WithAttributes(st.startAttributes(r)...))
-	st.span, st.spanCtx = span, span.SpanContext()
+	ctx = st.startSpan(ctx, t.tracer, &t.names, r)
+	span := st.span
 	st.setInstance(t.instance(r))
 	t.cfg.propagators.Inject(ctx, propagation.HeaderCarrier(r2.Header))
 	r2 = r2.WithContext(ctx)
