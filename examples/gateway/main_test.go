@@ -355,7 +355,10 @@ func TestExporterDownDoesNotBreakTheGateway(t *testing.T) {
 	if runErr != nil {
 		t.Errorf("run: %v", runErr)
 	}
-	if took > 3*time.Second {
+	// The timeout bounds the wait; stopping the process and a loaded CI
+	// host add a little on top. A hang (the exporter's own retries) would
+	// take 20 s and more.
+	if took > 5*time.Second {
 		t.Errorf("shutdown took %v with -shutdown-timeout 3s", took)
 	}
 }
