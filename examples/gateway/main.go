@@ -34,9 +34,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/tokentrace/tokentrace/instrument"
+	"github.com/tokentrace/tokentrace/instrument/enginepoll"
 	"github.com/tokentrace/tokentrace/internal/balancer"
 )
 
@@ -63,6 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		serviceName     = fs.String("service-name", "llm-gateway", "service.name of the spans")
 		tokenRecording  = fs.String("token-recording", "both", "how token times are written: events (one span event per token), compact (tokentrace.token_times only) or both")
 		shutdownTimeout = fs.Duration("shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, the most the shutdown takes: streams in flight, then up to 5 s (a fifth) to send the last spans")
+		metricsListen   = fs.String("metrics-listen", "127.0.0.1:9464", "address of the Prometheus /metrics endpoint (TTFT, TPOT, ITL, llm_tpot with exemplars); empty: off")
+		pollEngines     = fs.Bool("poll-engines", true, "poll each upstream's /metrics (vLLM, SGLang) and put preemptions, KV-cache pressure and GC pauses on the spans of its requests")
+		pollInterval    = fs.Duration("poll-interval", enginepoll.DefaultInterval, "how often -poll-engines reads an engine's /metrics")
 	)
 	fs.Var(&upstreams, "upstream", "engine base URL; repeat or comma-separate for several, served round robin (default http://127.0.0.1:8000)")
 	if err := fs.Parse(args); err != nil {
@@ -125,6 +133,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		instrument.WithTokenRecording(recording),
 	}
 
+	// Metrics for dashboards and alerts, on a registry of their own, with
+	// exemplars: a P99 spike in Grafana opens the slow request in Jaeger.
+	var mp *sdkmetric.MeterProvider
+	if *metricsListen != "" {
+		reg := prometheus.NewRegistry()
+		exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+		if err != nil {
+			return errors.Join(err, tp.Shutdown(ctx))
+		}
+		mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+		opts = append(opts, instrument.WithMeterProvider(mp))
+		mln, err := net.Listen("tcp", *metricsListen)
+		if err != nil {
+			return errors.Join(err, tp.Shutdown(ctx))
+		}
+		msrv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(mln) }()
+		defer msrv.Close()
+		log.Info("prometheus metrics", "listen", mln.Addr().String()+"/metrics")
+	}
+
+	// Real engines do not call the Tracker: read what they expose instead.
+	if *pollEngines {
+		for _, u := range upstreams {
+			p, err := enginepoll.New(tracker, enginepoll.Config{URL: u.JoinPath("metrics").String(), Interval: *pollInterval, Logger: log})
+			if err != nil {
+				return errors.Join(err, tp.Shutdown(ctx))
+			}
+			stop := p.Start(ctx)
+			defer stop()
+		}
+	}
+
 	// Toward the engines: the Transport sends the W3C traceparent (so an
 	// engine's own spans join the request's trace) and names the instance.
 	engines := http.DefaultTransport.(*http.Transport).Clone()
@@ -169,6 +210,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	if ferr := tp.Shutdown(flush); ferr != nil {
 		log.Warn("the last spans could not be sent", "err", ferr)
+	}
+	if mp != nil {
+		_ = mp.Shutdown(flush)
 	}
 	if n := exportErrs.n.Load(); n > 1 {
 		log.Warn("OpenTelemetry errors while running", "count", n)

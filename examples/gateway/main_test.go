@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
@@ -142,7 +145,11 @@ func startGateway(t *testing.T, args ...string) *gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut := newLines(), newLines()
 	g := &gateway{stderr: errOut, cancel: cancel, done: make(chan error, 1)}
-	go func() { g.done <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), out, errOut) }()
+	// Later flags win: the metrics endpoint defaults to a port of its own
+	// here, so tests running side by side do not share 9464.
+	go func() {
+		g.done <- run(ctx, append([]string{"-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0"}, args...), out, errOut)
+	}()
 	select {
 	case line := <-out.first:
 		addr, ok := strings.CutPrefix(line, "listening on ")
@@ -408,6 +415,51 @@ func TestBadFlags(t *testing.T) {
 		}
 		if out.String() != "" {
 			t.Errorf("run(%q) printed %q", args, out.String())
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestPrometheusEndpointServesTheMetricsOfTheStreams(t *testing.T) {
+	engineURL, _ := startEngine(t)
+	maddr := freeAddr(t)
+	g := startGateway(t, "-upstream", engineURL, "-otlp", freeAddr(t), "-metrics-listen", maddr, "-poll-interval", "50ms")
+	streamAll(t, g.url, nil, 40, 40)
+	var body string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + maddr + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			if strings.Contains(body, "llm_tpot_bucket") {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("metrics do not parse: %v\n%s", err, body)
+	}
+	tpot := fams["llm_tpot"]
+	if tpot == nil || len(tpot.GetMetric()) == 0 || tpot.GetMetric()[0].GetHistogram().GetSampleCount() != 2 {
+		t.Fatalf("llm_tpot missing or not 2 samples:\n%s", body)
+	}
+	for _, name := range []string{"gen_ai_server_time_to_first_token_seconds", "gen_ai_server_time_per_output_token_seconds", "tokentrace_inter_token_latency_seconds"} {
+		if fams[name] == nil {
+			t.Errorf("%s missing", name)
 		}
 	}
 }
