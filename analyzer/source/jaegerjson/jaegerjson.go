@@ -64,27 +64,13 @@ func Decode(r io.Reader, name string, visit func(*model.Span) error, skip func(r
 	d := &decoder{name: name, visit: visit, skip: skip, procs: map[string]string{}}
 	d.r = du.NewReader(br)
 	d.dec = json.NewDecoder(d.r)
-	for {
-		err := d.top()
-		if err == io.EOF {
-			return nil
-		}
-		if err == nil {
-			continue
-		}
-		if d.stop != nil {
-			return d.stop
-		}
-		if ioErr := d.r.Err(); ioErr != nil {
-			return ioErr
-		}
-		if d.r.TooLong() {
+	return d.r.Run(d.top, func() error { return d.stop }, func(tooLong bool, err error) {
+		if tooLong {
 			d.skip(ReasonTraceTooLarge, du.Example(d.where(), "", "a trace larger than "+du.SizeString(d.r.Limit())))
 		} else {
 			d.skip(ReasonMalformedRest, du.Example(d.where(), "", err.Error()))
 		}
-		return nil
-	}
+	})
 }
 
 type decoder struct {

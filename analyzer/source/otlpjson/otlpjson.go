@@ -156,6 +156,12 @@ func (d *decoder) lines(br *bufio.Reader) error {
 	}
 }
 
+// step decodes the next top-level value.
+func (d *decoder) step() error { return d.value(0) }
+
+// stopped is the visitor's error, if it stopped the decoding.
+func (d *decoder) stopped() error { return d.stop }
+
 // slowOnly turns the fast path off (for tests comparing both paths).
 var slowOnly = false
 
@@ -163,46 +169,21 @@ var slowOnly = false
 func (d *decoder) slowLine(line []byte) error {
 	d.r = du.NewReader(bufio.NewReader(bytes.NewReader(line)))
 	d.dec = json.NewDecoder(d.r)
-	for {
-		err := d.value(0)
-		if err == io.EOF {
-			return nil
-		}
-		if err == nil {
-			continue
-		}
-		if d.stop != nil {
-			return d.stop
-		}
+	return d.r.Run(d.step, d.stopped, func(_ bool, err error) {
 		d.skip(ReasonMalformedLine, du.Example(d.where(), "", err.Error()))
-		return nil
-	}
+	})
 }
 
 func (d *decoder) document(br *bufio.Reader) error {
 	d.r = du.NewReader(br)
 	d.dec = json.NewDecoder(d.r)
-	for {
-		err := d.value(0)
-		if err == io.EOF {
-			return nil
-		}
-		if err == nil {
-			continue
-		}
-		if d.stop != nil {
-			return d.stop
-		}
-		if ioErr := d.r.Err(); ioErr != nil {
-			return ioErr
-		}
-		if d.r.TooLong() {
+	return d.r.Run(d.step, d.stopped, func(tooLong bool, err error) {
+		if tooLong {
 			d.skip(ReasonSpanTooLong, du.Example(d.where(), "", "a span larger than "+du.SizeString(d.r.Limit())))
 		} else {
 			d.skip(ReasonMalformedRest, du.Example(d.where(), "", err.Error()))
 		}
-		return nil
-	}
+	})
 }
 
 // value decodes one top-level value: a TracesData object, an array of

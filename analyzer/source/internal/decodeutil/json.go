@@ -526,3 +526,28 @@ func unquote(b []byte) (string, error) {
 	}
 	return s, nil
 }
+
+// Run decodes a stream of JSON values: it calls step until step returns
+// io.EOF (the input is done: nil). A visitor's error (what stop returns)
+// and an I/O error of r end the stream and are returned; any other error
+// ends what is left of the input, which bad reports as one skip (tooLong
+// when r hit its size limit).
+func (r *Reader) Run(step func() error, stop func() error, bad func(tooLong bool, err error)) error {
+	for {
+		err := step()
+		switch {
+		case err == nil:
+			continue
+		case err == io.EOF:
+			return nil
+		}
+		if serr := stop(); serr != nil {
+			return serr
+		}
+		if r.err != nil {
+			return r.err
+		}
+		bad(r.tooLong, err)
+		return nil
+	}
+}
