@@ -318,13 +318,7 @@ func (p *scanner) events(evs *[]jsonEvent) bool {
 		if done {
 			return true
 		}
-		n := len(*evs)
-		if n < cap(*evs) {
-			*evs = (*evs)[:n+1]
-		} else {
-			*evs = append(*evs, jsonEvent{})
-		}
-		e := &(*evs)[n]
+		e := nextElem(evs)
 		*e = jsonEvent{Attributes: e.Attributes[:0]}
 		if !p.lit('{') {
 			return false
@@ -371,13 +365,7 @@ func (p *scanner) kvs(kvs *[]jsonKV) bool {
 		if done {
 			return true
 		}
-		n := len(*kvs)
-		if n < cap(*kvs) {
-			*kvs = (*kvs)[:n+1]
-		} else {
-			*kvs = append(*kvs, jsonKV{})
-		}
-		kv := &(*kvs)[n]
+		kv := nextElem(kvs)
 		*kv = jsonKV{}
 		if !p.lit('{') {
 			return false
@@ -610,4 +598,17 @@ func (p *scanner) str(s *string) bool {
 func (p *scanner) scalar(u json.Unmarshaler) bool {
 	v, ok := p.value()
 	return ok && u.UnmarshalJSON(v) == nil
+}
+
+// nextElem extends *s by one element, reusing its capacity (and what the
+// element held, which the caller resets), and returns the new element.
+func nextElem[T any](s *[]T) *T {
+	n := len(*s)
+	if n < cap(*s) {
+		*s = (*s)[:n+1]
+	} else {
+		var zero T
+		*s = append(*s, zero)
+	}
+	return &(*s)[n]
 }
