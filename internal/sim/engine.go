@@ -345,7 +345,7 @@ func (e *Engine) step(ctx context.Context) {
 		}
 	}
 
-	cost := e.cfg.Profile.stepCost(len(decoders), prefillTokens, ctxTokens)
+	cost := e.cfg.Profile.StepCost(len(decoders), prefillTokens, ctxTokens)
 	if w := e.cfg.Warmup; w.Requests > 0 && w.Slowdown > 0 {
 		for _, r := range e.running {
 			if r.ordinal <= w.Requests {

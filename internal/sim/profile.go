@@ -82,8 +82,10 @@ func LookupProfile(name string) (Profile, error) {
 	return p, nil
 }
 
-// stepCost is the noiseless cost of a step.
-func (p Profile) stepCost(decodes, prefillTokens, contextTokens int) time.Duration {
+// StepCost is the noiseless cost of a step holding decodes decoding
+// sequences with contextTokens of context between them and prefillTokens
+// prompt tokens.
+func (p Profile) StepCost(decodes, prefillTokens, contextTokens int) time.Duration {
 	return p.Fixed + time.Duration(decodes)*p.PerSeq +
 		time.Duration(prefillTokens)*p.PerPrefillToken +
 		time.Duration(contextTokens)*p.PerContextToken

@@ -282,11 +282,9 @@ func med(d []time.Duration) time.Duration {
 	return loadgen.Percentile(s, 50)
 }
 
-// cost is the profile's noiseless step cost.
+// cost is the profile's noiseless step cost, as the engine computes it.
 func cost(p sim.Profile, decodes, prefillTokens, contextTokens int) time.Duration {
-	return p.Fixed + time.Duration(decodes)*p.PerSeq +
-		time.Duration(prefillTokens)*p.PerPrefillToken +
-		time.Duration(contextTokens)*p.PerContextToken
+	return p.StepCost(decodes, prefillTokens, contextTokens)
 }
 
 func msf(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
