@@ -1,12 +1,10 @@
 package jaegerjson_test
 
 import (
-	"bytes"
 	"os"
 	"testing"
 
-	"github.com/tokentrace/tokentrace/analyzer/model"
-	du "github.com/tokentrace/tokentrace/analyzer/source/internal/decodeutil"
+	"github.com/tokentrace/tokentrace/analyzer/source/internal/decodetest"
 	"github.com/tokentrace/tokentrace/analyzer/source/jaegerjson"
 )
 
@@ -23,29 +21,5 @@ func FuzzJaegerJSON(f *testing.F) {
 	f.Add([]byte(`[{"traceID":"1","spans":[{"spanID":"2","startTime":"1","duration":-1,"tags":[{"key":"span.kind","value":"server"},{"key":"error","type":"bool","value":"true"}],"logs":[{"timestamp":3,"fields":[{"key":"event","type":"string","value":"e"}]}],"process":{"serviceName":"s"}}]}]`))
 	f.Add([]byte(`{"data":null,"errors":[{"code":404,"msg":"trace not found"}]}`))
 	f.Add([]byte(`{"processes":{"p1":{"serviceName":1}},"spans":[{"traceID":"ff","spanID":"1","startTime":1e300,"duration":1e300}]}`))
-	old := du.MaxValueBytes
-	du.MaxValueBytes = 1 << 20
-	defer func() { du.MaxValueBytes = old }()
-	f.Fuzz(func(t *testing.T, in []byte) {
-		spans, skips := 0, 0
-		err := jaegerjson.Decode(bytes.NewReader(in), "fuzz", func(s *model.Span) error {
-			spans++
-			if reason := du.Check(s); reason != "" {
-				t.Fatalf("visited a span that fails its checks: %s", reason)
-			}
-			_, _ = model.FromSpan(s)
-			return nil
-		}, func(reason, example string) {
-			skips++
-			if reason == "" || len(example) > du.MaxExample {
-				t.Fatalf("bad skip %q %q", reason, example)
-			}
-		})
-		if err != nil {
-			t.Fatalf("Decode: %v", err)
-		}
-		if spans+skips > len(in)+1 {
-			t.Fatalf("%d spans and %d skips from %d bytes", spans, skips, len(in))
-		}
-	})
+	decodetest.Fuzz(f, jaegerjson.Decode)
 }

@@ -1,12 +1,10 @@
 package otlpjson_test
 
 import (
-	"bytes"
 	"os"
 	"testing"
 
-	"github.com/tokentrace/tokentrace/analyzer/model"
-	du "github.com/tokentrace/tokentrace/analyzer/source/internal/decodeutil"
+	"github.com/tokentrace/tokentrace/analyzer/source/internal/decodetest"
 	"github.com/tokentrace/tokentrace/analyzer/source/otlpjson"
 )
 
@@ -25,29 +23,5 @@ func FuzzOTLPJSON(f *testing.F) {
 	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","startTimeUnixNano":"5","endTimeUnixNano":5,"kind":"SPAN_KIND_SERVER","attributes":[{"key":"a","value":{"arrayValue":{"values":[{"kvlistValue":{"values":[]}}]}}}]}]}]}]}` + "\n{}\n[1]\n"))
 	f.Add([]byte("{\n\"result\": {\"resourceSpans\": [{\"resource\": 5}]}}"))
 	f.Add([]byte(`{"error":{"httpCode":404,"message":"not found"}}`))
-	old := du.MaxValueBytes
-	du.MaxValueBytes = 1 << 20
-	defer func() { du.MaxValueBytes = old }()
-	f.Fuzz(func(t *testing.T, in []byte) {
-		spans, skips := 0, 0
-		err := otlpjson.Decode(bytes.NewReader(in), "fuzz", func(s *model.Span) error {
-			spans++
-			if reason := du.Check(s); reason != "" {
-				t.Fatalf("visited a span that fails its checks: %s", reason)
-			}
-			_, _ = model.FromSpan(s)
-			return nil
-		}, func(reason, example string) {
-			skips++
-			if reason == "" || len(example) > du.MaxExample {
-				t.Fatalf("bad skip %q %q", reason, example)
-			}
-		})
-		if err != nil {
-			t.Fatalf("Decode: %v", err)
-		}
-		if spans+skips > len(in)+1 {
-			t.Fatalf("%d spans and %d skips from %d bytes", spans, skips, len(in))
-		}
-	})
+	decodetest.Fuzz(f, otlpjson.Decode)
 }
