@@ -52,12 +52,24 @@ type MetricBuckets struct {
 
 // metricsConfig is the metrics part of a config.
 type metricsConfig struct {
-	provider  metric.MeterProvider
-	buckets   MetricBuckets
-	maxValues int
+	provider   metric.MeterProvider
+	tokenHists *TokenHistograms
+	buckets    MetricBuckets
+	maxValues  int
 
 	once sync.Once
-	inst *instruments // nil when the provider gave none
+	rec  *recorders // nil when there is nothing to record into
+}
+
+// recorders are what a request's metrics are recorded into: the SDK
+// instruments (nil without a provider, or when it failed to make them),
+// the per-gap histograms of a TokenHistograms (nil without one), and the
+// limiters of the request-derived attribute values.
+type recorders struct {
+	inst                         *instruments
+	itl, clientTPOC              *gapHistogram
+	model, respModel, promptType *valueLimiter
+	modelVersion, instance       *valueLimiter
 }
 
 // WithMeterProvider makes the middleware record metrics (the GenAI
@@ -102,8 +114,6 @@ type instruments struct {
 	clientDuration, clientTTFC, clientTPOC metric.Float64Histogram
 	tokenUsage                             metric.Int64Histogram
 	llmTPOT, itl                           metric.Float64Histogram
-
-	model, respModel, promptType, modelVersion, instance *valueLimiter
 }
 
 func or(b, def []float64) []float64 {
@@ -113,55 +123,81 @@ func or(b, def []float64) []float64 {
 	return b
 }
 
-// instruments returns the instruments, made on first use; nil when metrics
-// are off or the provider failed to make them.
-func (m *metricsConfig) instruments() *instruments {
-	if m == nil || m.provider == nil {
+// Descriptions of the per-gap histograms, shared by both ways of recording
+// them.
+const (
+	descITL        = "Every gap between consecutive token-bearing chunks of a stream."
+	descClientTPOC = "Time between consecutive output chunks."
+)
+
+// recorders returns the recorders, made on first use; nil when metrics are
+// off.
+func (m *metricsConfig) recorders() *recorders {
+	if m == nil || (m.provider == nil && m.tokenHists == nil) {
 		return nil
 	}
 	m.once.Do(func() {
-		meter := m.provider.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
+		r := &recorders{}
 		b := m.buckets
-		var errs []error
-		f := func(name, unit, desc string, bounds []float64) metric.Float64Histogram {
-			h, err := meter.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc),
-				metric.WithExplicitBucketBoundaries(bounds...))
-			errs = append(errs, err)
-			return h
+		if m.provider != nil {
+			r.inst = m.instruments()
 		}
-		in := &instruments{
-			serverDuration: f(semconv.MetricServerRequestDuration, "s", "Time from the request's arrival to its last byte.", or(b.Operation, BucketsOperation)),
-			serverTTFT:     f(semconv.MetricServerTimeToFirstToken, "s", "Time to the first output token.", or(b.TimeToFirstToken, BucketsTimeToFirstToken)),
-			serverTPOT:     f(semconv.MetricServerTimePerOutputTok, "s", "Mean time per output token after the first, per request.", or(b.TimePerOutputToken, BucketsTimePerOutputTok)),
-			clientDuration: f(semconv.MetricClientOperationDuration, "s", "GenAI operation duration.", or(b.Operation, BucketsOperation)),
-			clientTTFC:     f(semconv.MetricClientTimeToFirstChunk, "s", "Time to the first output chunk.", or(b.Operation, BucketsOperation)),
-			clientTPOC:     f(semconv.MetricClientTimePerOutputChnk, "s", "Time between consecutive output chunks.", or(b.Operation, BucketsOperation)),
-			llmTPOT:        f(semconv.MetricLLMTPOT, "", "Mean time per output token after the first, per request, in seconds per token.", or(b.LLMTPOT, BucketsLLMTPOT)),
-			itl:            f(semconv.MetricInterTokenLatency, "s", "Every gap between consecutive token-bearing chunks of a stream.", or(b.InterToken, BucketsTimePerOutputTok)),
+		if th := m.tokenHists; th != nil {
+			r.itl = th.histogram(semconv.MetricInterTokenLatency, "s", descITL, or(b.InterToken, BucketsTimePerOutputTok))
+			r.clientTPOC = th.histogram(semconv.MetricClientTimePerOutputChnk, "s", descClientTPOC, or(b.Operation, BucketsOperation))
 		}
-		var err error
-		in.tokenUsage, err = meter.Int64Histogram(semconv.MetricClientTokenUsage, metric.WithUnit("{token}"),
-			metric.WithDescription("Tokens used per request."), metric.WithExplicitBucketBoundaries(or(b.TokenUsage, BucketsTokenUsage)...))
-		errs = append(errs, err)
-		for _, err := range errs {
-			if err != nil {
-				return // a provider that cannot make them: no metrics
-			}
+		if r.inst == nil && r.itl == nil {
+			return // a provider that cannot make instruments, and nothing else
 		}
 		n := m.maxValues
-		in.model, in.respModel, in.promptType, in.modelVersion, in.instance =
+		r.model, r.respModel, r.promptType, r.modelVersion, r.instance =
 			newValueLimiter(n), newValueLimiter(n), newValueLimiter(n), newValueLimiter(n), newValueLimiter(n)
-		m.inst = in
+		m.rec = r
 	})
-	return m.inst
+	return m.rec
+}
+
+// instruments makes the SDK instruments; nil when the provider failed to.
+func (m *metricsConfig) instruments() *instruments {
+	meter := m.provider.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
+	b := m.buckets
+	var errs []error
+	f := func(name, unit, desc string, bounds []float64) metric.Float64Histogram {
+		h, err := meter.Float64Histogram(name, metric.WithUnit(unit), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(bounds...))
+		errs = append(errs, err)
+		return h
+	}
+	in := &instruments{
+		serverDuration: f(semconv.MetricServerRequestDuration, "s", "Time from the request's arrival to its last byte.", or(b.Operation, BucketsOperation)),
+		serverTTFT:     f(semconv.MetricServerTimeToFirstToken, "s", "Time to the first output token.", or(b.TimeToFirstToken, BucketsTimeToFirstToken)),
+		serverTPOT:     f(semconv.MetricServerTimePerOutputTok, "s", "Mean time per output token after the first, per request.", or(b.TimePerOutputToken, BucketsTimePerOutputTok)),
+		clientDuration: f(semconv.MetricClientOperationDuration, "s", "GenAI operation duration.", or(b.Operation, BucketsOperation)),
+		clientTTFC:     f(semconv.MetricClientTimeToFirstChunk, "s", "Time to the first output chunk.", or(b.Operation, BucketsOperation)),
+		llmTPOT:        f(semconv.MetricLLMTPOT, "", "Mean time per output token after the first, per request, in seconds per token.", or(b.LLMTPOT, BucketsLLMTPOT)),
+	}
+	if m.tokenHists == nil {
+		in.clientTPOC = f(semconv.MetricClientTimePerOutputChnk, "s", descClientTPOC, or(b.Operation, BucketsOperation))
+		in.itl = f(semconv.MetricInterTokenLatency, "s", descITL, or(b.InterToken, BucketsTimePerOutputTok))
+	}
+	var err error
+	in.tokenUsage, err = meter.Int64Histogram(semconv.MetricClientTokenUsage, metric.WithUnit("{token}"),
+		metric.WithDescription("Tokens used per request."), metric.WithExplicitBucketBoundaries(or(b.TokenUsage, BucketsTokenUsage)...))
+	errs = append(errs, err)
+	for _, err := range errs {
+		if err != nil {
+			return nil // a provider that cannot make them: no SDK metrics
+		}
+	}
+	return in
 }
 
 // recordMetrics records the request's metrics. It runs once per request,
 // in complete (in the background finisher), before the offsets are
 // recycled, and only reads what the request state already holds.
 func (st *reqState) recordMetrics(end time.Time, ctxErr error) {
-	in := st.cfg.metrics.instruments()
-	if in == nil {
+	r := st.cfg.metrics.recorders()
+	if r == nil {
 		return
 	}
 	// Exemplars come from the context's span: the request's, sampled or not.
@@ -171,9 +207,9 @@ func (st *reqState) recordMetrics(end time.Time, ctxErr error) {
 	if st.usage && st.outputTokens > 0 {
 		tokens = st.outputTokens
 	}
-	model := in.model.value(st.info.Model)
-	promptType := in.promptType.value(st.class.PromptType)
-	modelVersion := in.modelVersion.value(st.class.ModelVersion)
+	model := r.model.value(st.info.Model)
+	promptType := r.promptType.value(st.class.PromptType)
+	modelVersion := r.modelVersion.value(st.class.ModelVersion)
 
 	var arr [12]attribute.KeyValue
 	a := append(arr[:0],
@@ -183,14 +219,14 @@ func (st *reqState) recordMetrics(end time.Time, ctxErr error) {
 		a = append(a, semconv.GenAIRequestModel.String(model))
 	}
 	if st.respModel != "" {
-		a = append(a, semconv.GenAIResponseModel.String(in.respModel.value(st.respModel)))
+		a = append(a, semconv.GenAIResponseModel.String(r.respModel.value(st.respModel)))
 	}
 	if st.admitted {
 		host, port, err := net.SplitHostPort(st.instance)
 		if err != nil {
 			host = st.instance
 		}
-		a = append(a, semconv.ServerAddress.String(in.instance.value(host)))
+		a = append(a, semconv.ServerAddress.String(r.instance.value(host)))
 		if p, err := strconv.Atoi(port); err == nil {
 			a = append(a, semconv.ServerPort.Int(p))
 		}
@@ -199,7 +235,7 @@ func (st *reqState) recordMetrics(end time.Time, ctxErr error) {
 		a = append(a, semconv.ErrorType.String(et))
 	}
 	// The user's classification, named as the seed documents name it.
-	var cls [3]attribute.KeyValue
+	var cls [4]attribute.KeyValue
 	c := cls[:0]
 	if modelVersion != "" {
 		c = append(c, semconv.MetricModelVersion.String(modelVersion))
@@ -208,51 +244,72 @@ func (st *reqState) recordMetrics(end time.Time, ctxErr error) {
 		c = append(c, semconv.MetricPromptType.String(promptType))
 	}
 	a = append(a, c...)
-	genai := metric.WithAttributeSet(attribute.NewSet(a...))
-	seed := metric.WithAttributeSet(attribute.NewSet(c...))
-
+	genai := attribute.NewSet(a...)
 	server := st.kind != trace.SpanKindClient
-	dur := end.Sub(st.start).Seconds()
-	if server {
-		in.serverDuration.Record(ctx, dur, genai)
-	} else {
-		in.clientDuration.Record(ctx, dur, genai)
-	}
-	if st.usage {
-		in.tokenUsage.Record(ctx, int64(st.promptTokens), metric.WithAttributeSet(attribute.NewSet(append(a, semconv.GenAITokenType.String(semconv.TokenTypeInput))...)))
-	}
-	if st.sse || st.usage {
-		in.tokenUsage.Record(ctx, int64(tokens), metric.WithAttributeSet(attribute.NewSet(append(a, semconv.GenAITokenType.String(semconv.TokenTypeOutput))...)))
-	}
-	if st.chunks == 0 {
-		return
-	}
-	if server {
-		in.serverTTFT.Record(ctx, st.first.Seconds(), genai)
-	} else {
-		in.clientTTFC.Record(ctx, st.first.Seconds(), genai)
-	}
-	if tokens > 1 {
-		tpot := (st.last - st.first).Seconds() / float64(tokens-1)
+
+	if in := r.inst; in != nil {
+		genaiOpt := metric.WithAttributeSet(genai)
+		dur := end.Sub(st.start).Seconds()
 		if server {
-			in.serverTPOT.Record(ctx, tpot, genai)
+			in.serverDuration.Record(ctx, dur, genaiOpt)
+		} else {
+			in.clientDuration.Record(ctx, dur, genaiOpt)
 		}
-		in.llmTPOT.Record(ctx, tpot, seed)
+		if st.usage {
+			in.tokenUsage.Record(ctx, int64(st.promptTokens), metric.WithAttributeSet(attribute.NewSet(append(a, semconv.GenAITokenType.String(semconv.TokenTypeInput))...)))
+		}
+		if st.sse || st.usage {
+			in.tokenUsage.Record(ctx, int64(tokens), metric.WithAttributeSet(attribute.NewSet(append(a, semconv.GenAITokenType.String(semconv.TokenTypeOutput))...)))
+		}
+		if st.chunks > 0 {
+			if server {
+				in.serverTTFT.Record(ctx, st.first.Seconds(), genaiOpt)
+			} else {
+				in.clientTTFC.Record(ctx, st.first.Seconds(), genaiOpt)
+			}
+			if tokens > 1 {
+				tpot := (st.last - st.first).Seconds() / float64(tokens-1)
+				if server {
+					in.serverTPOT.Record(ctx, tpot, genaiOpt)
+				}
+				in.llmTPOT.Record(ctx, tpot, metric.WithAttributeSet(attribute.NewSet(c...)))
+			}
+		}
 	}
-	// Every gap between timed chunks: one Record each, here in the
-	// background, never on the request path.
+
+	// Every gap between timed chunks.
 	offs := *st.offsets
-	if len(offs) < 2 {
+	if st.chunks == 0 || len(offs) < 2 {
 		return
 	}
-	itlAttrs := c
 	if st.admitted {
-		itlAttrs = append(itlAttrs, semconv.Instance.String(in.instance.value(st.instance)))
+		c = append(c, semconv.Instance.String(r.instance.value(st.instance)))
 	}
-	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(itlAttrs...))}
-	// Only the longest gap offers an exemplar (the request's trace): it is
-	// the one worth following, and a context without a span skips the
-	// SDK's exemplar work for the others (most of a Record's cost).
+	itlAttrs := attribute.NewSet(c...)
+	if r.itl != nil {
+		// Counted locally, merged once: a bucket lookup per gap.
+		b := r.itl.count(offs)
+		worstAt := st.start.Add(offs[b.worstIndex])
+		r.itl.record(itlAttrs, b, st.spanCtx, worstAt)
+		r.itl.putBatch(b)
+		if !server {
+			b := r.clientTPOC.count(offs)
+			r.clientTPOC.record(genai, b, st.spanCtx, worstAt)
+			r.clientTPOC.putBatch(b)
+		}
+		return
+	}
+	in := r.inst
+	if in == nil || in.itl == nil {
+		return
+	}
+	// Through the SDK: one Record per gap, here in the background, never on
+	// the request path. Only the longest gap offers an exemplar (the
+	// request's trace): it is the one worth following, and a context
+	// without a span skips the SDK's exemplar work for the others.
+	// Option slices made once: a variadic argument built per call escapes.
+	itlOpts := []metric.RecordOption{metric.WithAttributeSet(itlAttrs)}
+	genaiOpts := []metric.RecordOption{metric.WithAttributeSet(genai)}
 	worst := 1
 	for i := 2; i < len(offs); i++ {
 		if offs[i]-offs[i-1] > offs[worst]-offs[worst-1] {
@@ -266,9 +323,9 @@ func (st *reqState) recordMetrics(end time.Time, ctxErr error) {
 		if i == worst {
 			c = ctx
 		}
-		in.itl.Record(c, gap, opts...)
+		in.itl.Record(c, gap, itlOpts...)
 		if !server {
-			in.clientTPOC.Record(c, gap, genai)
+			in.clientTPOC.Record(c, gap, genaiOpts...)
 		}
 	}
 }

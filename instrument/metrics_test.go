@@ -363,6 +363,9 @@ func BenchmarkMetrics(b *testing.B) {
 	events := vllmStream(streamTokens)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()), sdkmetric.WithExemplarFilter(exemplar.TraceBasedFilter))
 	defer mp.Shutdown(context.Background())
+	th := instrument.NewTokenHistograms()
+	thmp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader(sdkmetric.WithProducer(th))))
+	defer thmp.Shutdown(context.Background())
 	cls := instrument.WithClassifier(classify)
 	for _, bc := range []struct {
 		name string
@@ -372,6 +375,8 @@ func BenchmarkMetrics(b *testing.B) {
 		{"tracing-compact+metrics", []instrument.Option{cls, instrument.WithTokenRecording(instrument.RecordCompact), instrument.WithMeterProvider(mp)}},
 		{"tracing", []instrument.Option{cls}},
 		{"tracing+metrics", []instrument.Option{cls, instrument.WithMeterProvider(mp)}},
+		{"tracing-compact+metrics+tokenhistograms", []instrument.Option{cls, instrument.WithTokenRecording(instrument.RecordCompact), instrument.WithMeterProvider(thmp), instrument.WithTokenHistograms(th)}},
+		{"tracing+metrics+tokenhistograms", []instrument.Option{cls, instrument.WithMeterProvider(thmp), instrument.WithTokenHistograms(th)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

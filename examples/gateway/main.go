@@ -137,13 +137,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// exemplars: a P99 spike in Grafana opens the slow request in Jaeger.
 	var mp *sdkmetric.MeterProvider
 	if *metricsListen != "" {
+		// The per-token histograms (inter-token latency) are counted by a
+		// TokenHistograms the exporter reads: a bucket lookup per token
+		// instead of one SDK Record each.
+		th := instrument.NewTokenHistograms()
 		reg := prometheus.NewRegistry()
-		exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithProducer(th))
 		if err != nil {
 			return errors.Join(err, tp.Shutdown(ctx))
 		}
 		mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-		opts = append(opts, instrument.WithMeterProvider(mp))
+		opts = append(opts, instrument.WithMeterProvider(mp), instrument.WithTokenHistograms(th))
 		mln, err := net.Listen("tcp", *metricsListen)
 		if err != nil {
 			return errors.Join(err, tp.Shutdown(ctx))
