@@ -43,6 +43,19 @@
 // first token), and [Tracker.WatchGoGC] records the gateway's own Go GC
 // pauses.
 //
+// # Metrics
+//
+// [WithMeterProvider] records, once per request as its span completes, the
+// GenAI semantic-convention histograms (time to first token, time per
+// output token, request duration, token usage) and the seed documents'
+// llm_tpot{model_version,prompt_type}, with exemplars carrying the trace
+// id and request-derived label values capped. The per-token histogram (the
+// inter-token latency, and for a Transport used alone the client time per
+// output chunk) is best counted by a [TokenHistograms] registered on the
+// reader ([WithTokenHistograms]): a bucket lookup per token instead of one
+// SDK Record each. Package enginepoll turns a vLLM or SGLang /metrics
+// endpoint into engine events.
+//
 // # Safety
 //
 // The response bytes pass through unchanged and undelayed: the middleware

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -125,4 +127,58 @@ func ExampleWithTokenRecording() {
 	}))
 	fmt.Println(offsets)
 	// Output: [12ms 27ms 112ms]
+}
+
+// Metrics for dashboards and alerts: the per-request histograms come from
+// the meter provider, the per-token ones (inter-token latency) from a
+// TokenHistograms that the same reader produces from. With the
+// OpenTelemetry Prometheus exporter, pass it as otelprom.WithProducer(th).
+func ExampleNewTokenHistograms() {
+	engineSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, tok := range []string{"Hello", " there", "!"} {
+			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"model\":\"llama\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", tok)
+			w.(http.Flusher).Flush()
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	defer engineSrv.Close()
+
+	th := instrument.NewTokenHistograms()
+	reader := sdkmetric.NewManualReader(sdkmetric.WithProducer(th))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	classify := func(*http.Request, instrument.RequestInfo) instrument.Classification {
+		return instrument.Classification{ModelVersion: "llama-3.1", PromptType: "chat"}
+	}
+	upstream, _ := url.Parse(engineSrv.URL)
+	gateway := httptest.NewServer(instrument.Handler(httputil.NewSingleHostReverseProxy(upstream),
+		instrument.WithMeterProvider(mp), instrument.WithTokenHistograms(th), instrument.WithClassifier(classify)))
+	defer gateway.Close()
+
+	resp, err := http.Post(gateway.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"llama","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+
+	_ = instrument.Flush(context.Background()) // metrics are recorded as each span completes
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		log.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && (m.Name == semconv.MetricLLMTPOT || m.Name == semconv.MetricInterTokenLatency) {
+				p := h.DataPoints[0]
+				v, _ := p.Attributes.Value(semconv.MetricModelVersion)
+				fmt.Printf("%s{model_version=%q} count %d\n", m.Name, v.Emit(), p.Count)
+			}
+		}
+	}
+	// Unordered output:
+	// llm_tpot{model_version="llama-3.1"} count 1
+	// tokentrace.inter_token_latency{model_version="llama-3.1"} count 2
 }

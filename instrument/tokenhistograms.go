@@ -171,7 +171,7 @@ func durationAtMost(s float64) time.Duration {
 	for d.Seconds() > s && d > math.MinInt64 {
 		d--
 	}
-	for d < math.MaxInt64 && (d + 1).Seconds() <= s {
+	for d < math.MaxInt64 && (d+1).Seconds() <= s {
 		d++
 	}
 	return d
