@@ -37,8 +37,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/tokentrace/tokentrace/instrument"
 	"github.com/tokentrace/tokentrace/instrument/enginepoll"
@@ -71,6 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		metricsListen   = fs.String("metrics-listen", "127.0.0.1:9464", "address of the Prometheus /metrics endpoint (TTFT, TPOT, ITL, llm_tpot with exemplars); empty: off")
 		pollEngines     = fs.Bool("poll-engines", true, "poll each upstream's /metrics (vLLM, SGLang) and put preemptions, KV-cache pressure and GC pauses on the spans of its requests")
 		pollInterval    = fs.Duration("poll-interval", enginepoll.DefaultInterval, "how often -poll-engines reads an engine's /metrics")
+		modelVersion    = fs.String("model-version", "", "model_version of the metrics and spans (e.g. the deployment's model build); default: the model requested")
 	)
 	fs.Var(&upstreams, "upstream", "engine base URL; repeat or comma-separate for several, served round robin (default http://127.0.0.1:8000)")
 	if err := fs.Parse(args); err != nil {
@@ -131,6 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		instrument.WithTracker(tracker),
 		instrument.WithTracerProvider(tp),
 		instrument.WithTokenRecording(recording),
+		instrument.WithClassifier(classifier(*modelVersion)),
 	}
 
 	// Metrics for dashboards and alerts, on a registry of their own, with
@@ -146,7 +150,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return errors.Join(err, tp.Shutdown(ctx))
 		}
-		mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+		res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", *serviceName)))
+		if err != nil {
+			return errors.Join(err, tp.Shutdown(ctx))
+		}
+		mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
 		opts = append(opts, instrument.WithMeterProvider(mp), instrument.WithTokenHistograms(th))
 		mln, err := net.Listen("tcp", *metricsListen)
 		if err != nil {
@@ -272,5 +280,33 @@ type errorLogger struct {
 func (e *errorLogger) Handle(err error) {
 	if e.n.Add(1) == 1 {
 		e.log.Warn("OpenTelemetry error, e.g. spans not exported (logged once; requests are not affected)", "err", err)
+	}
+}
+
+// PromptTypeHeader names a request's prompt type for the metrics and the
+// analyzer's groups (prompt_type); the load generator sends its request
+// type in it. Values are normalised and capped by the middleware.
+const PromptTypeHeader = "X-Prompt-Type"
+
+// classifier labels each request: prompt_type from PromptTypeHeader, else
+// by prompt size; model_version from -model-version, else the model
+// requested.
+func classifier(modelVersion string) instrument.Classifier {
+	return func(r *http.Request, info instrument.RequestInfo) instrument.Classification {
+		c := instrument.Classification{PromptType: r.Header.Get(PromptTypeHeader), ModelVersion: modelVersion}
+		if c.PromptType == "" {
+			switch {
+			case info.PromptChars >= 16_000: // ≈ 4k tokens
+				c.PromptType = "long"
+			case info.PromptChars >= 2_000:
+				c.PromptType = "medium"
+			default:
+				c.PromptType = "short"
+			}
+		}
+		if c.ModelVersion == "" {
+			c.ModelVersion = info.Model
+		}
+		return c
 	}
 }

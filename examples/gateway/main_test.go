@@ -19,6 +19,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 
+	"github.com/tokentrace/tokentrace/instrument"
 	"github.com/tokentrace/tokentrace/internal/sim"
 	"github.com/tokentrace/tokentrace/semconv"
 )
@@ -424,4 +425,29 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+func TestClassifier(t *testing.T) {
+	req := func(promptType string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+		if promptType != "" {
+			r.Header.Set(PromptTypeHeader, promptType)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		version, header string
+		chars           int
+		want            instrument.Classification
+	}{
+		{"", "", 100, instrument.Classification{PromptType: "short", ModelVersion: "llama"}},
+		{"", "", 5_000, instrument.Classification{PromptType: "medium", ModelVersion: "llama"}},
+		{"build-7", "", 40_000, instrument.Classification{PromptType: "long", ModelVersion: "build-7"}},
+		{"", "summarize", 40_000, instrument.Classification{PromptType: "summarize", ModelVersion: "llama"}},
+	} {
+		got := classifier(tc.version)(req(tc.header), instrument.RequestInfo{Model: "llama", PromptChars: tc.chars})
+		if got != tc.want {
+			t.Errorf("classifier(%q) with header %q, %d chars = %+v, want %+v", tc.version, tc.header, tc.chars, got, tc.want)
+		}
+	}
 }

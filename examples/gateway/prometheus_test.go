@@ -2,18 +2,14 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"math"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -22,22 +18,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/promql/parser"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/tokentrace/tokentrace/instrument"
-	"github.com/tokentrace/tokentrace/internal/balancer"
 	"github.com/tokentrace/tokentrace/semconv"
 )
 
@@ -133,17 +122,9 @@ func TestPrometheusEndpointServesTheMetricsOfTheStreams(t *testing.T) {
 	})
 
 	t.Run("observability files match the scrape", func(t *testing.T) {
-		// The example gateway configures no instrument.WithClassifier, so
-		// its series have no model_version or prompt_type label: the
-		// dashboard's "by model_version, prompt_type" panels show one
-		// series with empty legends, and the TTFT alert one without a
-		// model_version. Those two labels are checked on a classified
-		// handler in TestObservabilityFilesMatchAClassifiedScrape.
-		noClassifier := "the example gateway configures no instrument.WithClassifier"
-		checkObservabilityFiles(t, om, map[string]string{
-			string(semconv.MetricModelVersion): noClassifier,
-			string(semconv.MetricPromptType):   noClassifier,
-		})
+		// The gateway labels every request (model_version, prompt_type):
+		// every label the files group or filter by must be on the series.
+		checkObservabilityFiles(t, om)
 	})
 }
 
@@ -194,63 +175,6 @@ func checkExemplars(t *testing.T, om *promScrape, spans []*tracepb.Span) {
 			t.Errorf("no bucket line of %s carries an exemplar:\n%s", fam, om.raw)
 		}
 	}
-}
-
-// TestObservabilityFilesMatchAClassifiedScrape runs the gateway's metrics
-// wiring (run's: an OpenTelemetry Prometheus exporter on a registry of its
-// own, with a TokenHistograms producer) with a classifier, which the
-// example gateway lacks, and checks the observability files' label names
-// against that scrape, model_version and prompt_type included.
-func TestObservabilityFilesMatchAClassifiedScrape(t *testing.T) {
-	engineURL, _ := startEngine(t)
-	th := instrument.NewTokenHistograms()
-	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithProducer(th))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
-	tp := sdktrace.NewTracerProvider() // sampled spans, exported nowhere
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()); _ = tp.Shutdown(context.Background()) })
-	opts := []instrument.Option{
-		instrument.WithTracerProvider(tp),
-		instrument.WithMeterProvider(mp),
-		instrument.WithTokenHistograms(th),
-		instrument.WithClassifier(func(*http.Request, instrument.RequestInfo) instrument.Classification {
-			return instrument.Classification{PromptType: "qa", ModelVersion: "v1"}
-		}),
-	}
-	u, err := url.Parse(engineURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := balancer.New([]*url.URL{u}, instrument.Transport(http.DefaultTransport, opts...), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(instrument.Handler(proxy, opts...))
-	t.Cleanup(gw.Close)
-	metrics := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
-	t.Cleanup(metrics.Close)
-
-	streamAll(t, gw.URL, nil, 20)
-	// The inter-token latency is recorded after llm_tpot and the TTFT.
-	var om *promScrape
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if om, err = scrapeOpenMetrics(metrics.URL + "/metrics"); err != nil {
-			t.Fatal(err)
-		}
-		if om.count("llm_tpot") == 1 && om.count("gen_ai_server_time_to_first_token_seconds") == 1 &&
-			om.count("tokentrace_inter_token_latency_seconds") > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the request's metrics are not all in after 10 s:\n%s", om.raw)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	checkObservabilityFiles(t, om, nil)
 }
 
 // promScrape is a scrape as Prometheus ingests it: samples by metric name,
@@ -425,13 +349,11 @@ var targetLabels = []string{"job", "instance"}
 // serves, against the scrape: the metric exists; each le it matches is a
 // bucket edge of that histogram (as Prometheus stores it); each other label
 // it matches, and each label an enclosing aggregation groups by, is on
-// some series of the metric. absent names labels known to be missing from
-// the scrape, with the reason; they are logged, not failed.
-func checkObservabilityFiles(t *testing.T, om *promScrape, absent map[string]string) {
+// some series of the metric.
+func checkObservabilityFiles(t *testing.T, om *promScrape) {
 	t.Helper()
 	promql := parser.NewParser(parser.Options{})
 	skipped := map[string]bool{}
-	missing := map[string][]string{} // absent label (why) → where it is used
 	for _, pe := range observabilityExprs(t) {
 		expr, err := promql.ParseExpr(pe.expr)
 		if err != nil {
@@ -472,10 +394,6 @@ func checkObservabilityFiles(t *testing.T, om *promScrape, absent map[string]str
 						return true
 					}
 				}
-				if why, ok := absent[label]; ok {
-					missing[label+" ("+why+")"] = append(missing[label+" ("+why+")"], pe.where)
-					return true
-				}
 				return false
 			}
 			for _, m := range matchers {
@@ -515,9 +433,6 @@ func checkObservabilityFiles(t *testing.T, om *promScrape, absent map[string]str
 	}
 	if len(skipped) > 0 {
 		t.Logf("not the gateway's metrics, not checked: %v", slices.Sorted(maps.Keys(skipped)))
-	}
-	for _, l := range slices.Sorted(maps.Keys(missing)) {
-		t.Logf("label %s is on no series of the scrape; used by:\n\t%s", l, strings.Join(slices.Compact(missing[l]), "\n\t"))
 	}
 }
 

@@ -116,6 +116,9 @@ func (q *requester) do(ctx context.Context, a Arrival, t RequestType) Record {
 	} else {
 		req.Header.Set("Accept", "application/json")
 	}
+	// The request type, for a gateway that labels its metrics by prompt
+	// type (the example gateway's classifier reads it).
+	req.Header.Set("X-Prompt-Type", t.Name)
 	for k, v := range q.headers {
 		req.Header.Set(k, v)
 	}
