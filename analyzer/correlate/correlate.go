@@ -99,6 +99,9 @@ type Segment struct {
 	FirstTokens []int
 	LastTokens  []int
 	BaselineMs  float64
+	// runLevelMs is, for a gap splitGC took out of a run, the run's
+	// median gap.
+	runLevelMs float64
 	// Result, filled by Attribute.
 	Cause      string
 	Confidence float64
@@ -139,7 +142,9 @@ func (x *Index) Attribute(minSlowdown float64) {
 	for _, it := range x.items {
 		var segs []Segment
 		for _, sg := range it.Segments {
-			segs = append(segs, x.split(it, sg, minSlowdown)...)
+			for _, part := range x.split(it, sg, minSlowdown) {
+				segs = append(segs, splitGC(it, part, minSlowdown)...)
+			}
 		}
 		it.Segments = segs
 		for i := range it.Segments {
@@ -190,6 +195,58 @@ func (x *Index) split(it *Item, sg Segment, minSlowdown float64) []Segment {
 	return []Segment{head}
 }
 
+// splitGC takes out of a run every gap that a GC pause recorded on the
+// request fills for a third or more: the pause is a cause of its own (a
+// stall), not part of the prefill or batch run it landed in. The pieces
+// of the run around it are kept when they are still degraded (median ≥
+// minSlowdown × baseline). Pauses whose timing is uncertain by more than a
+// quarter of the gap (polled from an engine's metrics) cut nothing.
+func splitGC(it *Item, sg Segment, minSlowdown float64) []Segment {
+	if len(sg.Gaps) < 2 {
+		return []Segment{sg}
+	}
+	paused := func(i int) bool {
+		gw := Window{sg.Start, sg.Ends[i]}
+		if i > 0 {
+			gw.Start = sg.Ends[i-1]
+		}
+		for _, ev := range it.Events {
+			if ev.Kind != model.KindGCPause || 4*ev.Uncertainty > gw.len() {
+				continue
+			}
+			if 3*gw.overlap(Window{ev.Start, ev.End()}) >= gw.len() {
+				return true
+			}
+		}
+		return false
+	}
+	var out []Segment
+	keep := func(i, j int) { // gaps [i, j)
+		if j > i && median(sg.Gaps[i:j]) >= minSlowdown*sg.BaselineMs {
+			out = append(out, sg.sub(i, j))
+		}
+	}
+	from := 0
+	for i := range sg.Gaps {
+		if !paused(i) {
+			continue
+		}
+		keep(from, i)
+		st := sg.sub(i, i+1)
+		st.Stall = true
+		// What the pause must explain is the gap's excess over the run
+		// it interrupted, not the whole gap (attribute).
+		st.runLevelMs = median(sg.Gaps)
+		out = append(out, st)
+		from = i + 1
+	}
+	if from == 0 {
+		return []Segment{sg}
+	}
+	keep(from, len(sg.Gaps))
+	return out
+}
+
 // sub is the segment of gaps [i, j).
 func (s Segment) sub(i, j int) Segment {
 	start := s.Start
@@ -197,7 +254,7 @@ func (s Segment) sub(i, j int) Segment {
 		start = s.Ends[i-1]
 	}
 	return Segment{
-		Window: Window{start, s.Ends[j-1]}, Stall: j-i == 1 && s.Stall,
+		Window: Window{start, s.Ends[j-1]}, Stall: s.Stall,
 		Gaps: s.Gaps[i:j], Ends: s.Ends[i:j], FirstTokens: s.FirstTokens[i:j], LastTokens: s.LastTokens[i:j],
 		BaselineMs: s.BaselineMs,
 	}
@@ -347,9 +404,14 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 			get(report.CauseKVSwap).add(report.Evidence{Kind: "preemption_event", TraceID: ev.TraceID, OverlapMs: ms(ov),
 				Detail: fmt.Sprintf("%s preemption, %.0f ms, victim=%t", mode, ms(ev.Duration), ev.Victim)}, ov, wl, w*specificity(wl, ew.len()), detail)
 		case model.KindGCPause:
+			// A pause inside a run explains the gap's excess over the run.
+			need, detail := wl, fmt.Sprintf("GC pause (%s) of %.0f ms", ev.Source, ms(ev.Duration))
+			if lvl := time.Duration(seg.runLevelMs * float64(time.Millisecond)); seg.runLevelMs > 0 && wl > lvl {
+				need = wl - lvl
+				detail += fmt.Sprintf(", the gap's %.0f ms over the %.0f ms pace of the run around it", ms(need), seg.runLevelMs)
+			}
 			get(report.CauseGC).add(report.Evidence{Kind: "gc_event", OverlapMs: ms(ov),
-				Detail: fmt.Sprintf("%s GC pause of %.0f ms", ev.Source, ms(ev.Duration))}, ov, wl, weightEvent*specificity(wl, ew.len()),
-				fmt.Sprintf("GC pause (%s) of %.0f ms", ev.Source, ms(ev.Duration)))
+				Detail: fmt.Sprintf("%s GC pause of %.0f ms", ev.Source, ms(ev.Duration))}, ov, need, weightEvent*specificity(need, ew.len()), detail)
 		}
 	}
 	// 2. Other requests of the instance.

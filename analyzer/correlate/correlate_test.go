@@ -121,3 +121,72 @@ func TestRunIsSplitWhereThePrefillEnds(t *testing.T) {
 		t.Fatalf("segments %s %v, %s %v; want prefill 100-103 then batch 104-109", a.Cause, a.FirstTokens, b.Cause, b.FirstTokens)
 	}
 }
+
+// TestGCPauseInsideAPrefillRunIsItsOwnStall: a 140 ms GC pause lands in
+// the middle of a chunked prefill (5 gaps at 120 ms, the third 265 ms):
+// the run comes out as prefill, gc stall, prefill — the pause explains the
+// gap's excess over the run, the prefill the rest — while a pause known
+// only to the poll window (uncertain by more than the gap) cuts nothing.
+// (Which cause the uncut run then gets is not asserted: the polled pause,
+// widened by its uncertainty, competes with the prefill for all of it.)
+func TestGCPauseInsideAPrefillRunIsItsOwnStall(t *testing.T) {
+	run := func() Segment {
+		var seg Segment
+		seg.BaselineMs = 16
+		tm := 1000
+		seg.Window.Start = at(tm)
+		for i, g := range []int{120, 120, 265, 120, 120} {
+			tm += g
+			seg.Gaps = append(seg.Gaps, float64(g))
+			seg.Ends = append(seg.Ends, at(tm))
+			seg.FirstTokens = append(seg.FirstTokens, 40+i)
+			seg.LastTokens = append(seg.LastTokens, 40+i)
+		}
+		seg.Window.End = at(tm)
+		return seg
+	}
+	for _, tc := range []struct {
+		name        string
+		uncertainty time.Duration
+		want        []string // "" for any cause
+	}{
+		{"exact pause", 0, []string{report.CausePrefill, report.CauseGC, report.CausePrefill}},
+		{"polled pause", 250 * time.Millisecond, []string{""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := NewIndex(DefaultConfig())
+			victim := &Item{TraceID: "v", Instance: "i", Start: at(0), First: at(20), End: at(5000), Context: 200, Generated: true,
+				Segments: []Segment{run()},
+				Events: []model.Event{
+					{Kind: model.KindPrefill, Start: at(1000), Duration: 745 * time.Millisecond, Source: "engine", TraceID: "in", PromptTokens: 2500},
+					{Kind: model.KindGCPause, Start: at(1245), Duration: 140 * time.Millisecond, Uncertainty: tc.uncertainty, Source: "engine"},
+				}}
+			x.Add(victim)
+			x.Add(&Item{TraceID: "in", Instance: "i", Start: at(990), First: at(1745), End: at(2000), Context: 2500, Generated: true})
+			x.Attribute(1.6)
+			var got []string
+			for _, s := range victim.Segments {
+				got = append(got, s.Cause)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("causes %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if tc.want[i] != "" && got[i] != tc.want[i] {
+					t.Fatalf("causes %v, want %v", got, tc.want)
+				}
+			}
+			if len(got) == 1 && len(victim.Segments[0].Gaps) != 5 {
+				t.Errorf("the uncut run has %d gaps, want 5", len(victim.Segments[0].Gaps))
+			}
+			if len(got) == 3 {
+				if s := victim.Segments[1]; !s.Stall || s.FirstTokens[0] != 42 || len(s.Gaps) != 1 {
+					t.Errorf("middle segment %+v, want the stall of token 42", s)
+				}
+				if a, b := victim.Segments[0], victim.Segments[2]; a.LastTokens[len(a.LastTokens)-1] != 41 || b.FirstTokens[0] != 43 {
+					t.Errorf("prefill pieces end at %d and start at %d, want 41 and 43", a.LastTokens[len(a.LastTokens)-1], b.FirstTokens[0])
+				}
+			}
+		})
+	}
+}

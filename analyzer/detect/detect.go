@@ -455,16 +455,26 @@ func (d *Detector) levels() {
 	// edgeWindow gaps as the slow side of a step (headIn, tailIn), and the
 	// edgeWindow raw gaps just before and just after it as the fast side
 	// (leftOut, rightOut) — raw gaps, so that a short piece of baseline cut
-	// off by an outlier does not stand for the whole baseline.
+	// off by an outlier does not stand for the whole baseline — but not
+	// past the neighbouring level: two runs a few gaps apart (chunked
+	// prefills of two newcomers) each step down to the baseline between
+	// them, which a window reaching into the other run would hide.
 	d.edges = grow(d.edges, K)
 	for j := range K {
 		s := segs[lvl[j]]
 		e := &d.edges[j]
 		w := min(edgeWindow, s.b-s.a)
+		lo, hi := max(0, s.a-edgeWindow), min(n, s.b+edgeWindow)
+		if j > 0 {
+			lo = max(lo, segs[lvl[j-1]].a)
+		}
+		if j < K-1 {
+			hi = min(hi, segs[lvl[j+1]].b)
+		}
 		e.headIn = d.slowLevel(d.sc[:copy(d.sc, x[s.a:s.a+w])])
 		e.tailIn = d.slowLevel(d.sc[:copy(d.sc, x[s.b-w:s.b])])
-		e.leftOut = d.fastLevel(d.sc[:copy(d.sc, x[max(0, s.a-edgeWindow):s.a])])
-		e.rightOut = d.fastLevel(d.sc[:copy(d.sc, x[s.b:min(n, s.b+edgeWindow)])])
+		e.leftOut = d.fastLevel(d.sc[:copy(d.sc, x[lo:s.a])])
+		e.rightOut = d.fastLevel(d.sc[:copy(d.sc, x[s.b:hi])])
 	}
 	ed := d.edges
 	// ref returns the reference pace of the block p…q.

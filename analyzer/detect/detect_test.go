@@ -224,6 +224,30 @@ func TestRunThenRun(t *testing.T) {
 	}
 }
 
+// TestRunsAFewGapsApart: two chunked prefills (6 gaps at 7× each) with
+// only 4 gaps of the request's own pace between them are two runs: each
+// steps down to the pace between them, though a 10-gap window after the
+// first reaches into the second.
+func TestRunsAFewGapsApart(t *testing.T) {
+	det := NewDetector(DefaultConfig())
+	rng := newRNG(33)
+	for seed := range 100 {
+		shape := func(i int) float64 {
+			if (i >= 120 && i < 126) || (i >= 130 && i < 136) {
+				return 7
+			}
+			return 1
+		}
+		gaps := synth(rng, 300, 16, 0.07, 0, shape)
+		segs, _ := det.Detect(nil, gaps)
+		if len(segs) != 2 || segs[0].Kind != KindRun || segs[1].Kind != KindRun ||
+			abs(segs[0].Start-120) > 1 || abs(segs[0].End-125) > 1 ||
+			abs(segs[1].Start-130) > 1 || abs(segs[1].End-135) > 1 {
+			t.Errorf("request %d: %s; want run[120-125] run[130-135] ±1", seed, describe(segs))
+		}
+	}
+}
+
 // TestStall: one long gap (1 s on a 12 ms pace, an unchunked prefill) is
 // one stall at its exact index, wherever it is, the first gap included.
 func TestStall(t *testing.T) {
