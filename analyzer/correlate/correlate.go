@@ -51,6 +51,7 @@ const (
 	weightEvent      = 1.0
 	weightCrossTrace = 0.9
 	weightSignature  = 0.6
+	weightImprecise  = 0.6
 )
 
 // Window is a time interval.
@@ -376,22 +377,31 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 		if ov <= 0 {
 			continue
 		}
+		// An event placed only to within a poll window (uncertain by more
+		// than a quarter of the segment) says that it happened, not when:
+		// it is weighed as a pattern is, below an exact record.
+		we := weightEvent
+		if 4*ev.Uncertainty > wl {
+			we = weightImprecise
+		}
 		switch ev.Kind {
 		case model.KindPrefill:
 			if ev.TraceID != "" && ev.TraceID == it.TraceID {
 				continue // its own (re-)prefill is its TTFT or its preemption
 			}
 			get(report.CausePrefill).add(report.Evidence{Kind: "prefill_event", TraceID: ev.TraceID, OverlapMs: ms(ov),
-				PromptTokens: ev.PromptTokens, Detail: prefillDetail(ev)}, ov, wl, weightEvent*specificity(wl, ew.len())*sizeWeight(eventPrompt(ev)),
+				PromptTokens: ev.PromptTokens, Detail: prefillDetail(ev)}, ov, wl, we*specificity(wl, ew.len())*sizeWeight(eventPrompt(ev)),
 				"prefill of "+who(ev.TraceID, ev.RequestID)+promptSize(ev.PromptTokens, ev.PromptChars))
 			seenPrefill[ev.TraceID+ev.RequestID] = true
 			if ev.TraceID != "" {
 				seenPrefill[ev.TraceID] = true // no second, cross-trace entry for it
 			}
 		case model.KindPreemption:
-			w := weightEvent
-			if !ev.Victim {
-				w = 0.5 // another request's preemption frees capacity more than it slows us
+			w := we
+			if !ev.Victim && we == weightEvent {
+				// Another request's preemption frees capacity more than it
+				// slows us. (A polled count names no victim: it may be us.)
+				w = 0.5
 			}
 			mode := ev.Mode
 			if mode == "" {
@@ -411,7 +421,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				detail += fmt.Sprintf(", the gap's %.0f ms over the %.0f ms pace of the run around it", ms(need), seg.runLevelMs)
 			}
 			get(report.CauseGC).add(report.Evidence{Kind: "gc_event", OverlapMs: ms(ov),
-				Detail: fmt.Sprintf("%s GC pause of %.0f ms", ev.Source, ms(ev.Duration))}, ov, need, weightEvent*specificity(need, ew.len()), detail)
+				Detail: fmt.Sprintf("%s GC pause of %.0f ms", ev.Source, ms(ev.Duration))}, ov, need, we*specificity(need, ew.len()), detail)
 		}
 	}
 	// 2. Other requests of the instance.
