@@ -35,7 +35,7 @@ type files struct {
 }
 
 func (f *files) Spans(ctx context.Context, visit Visitor) error {
-	seen := newSeenSet()
+	seen := NewSeenSpans()
 	for _, p := range f.paths {
 		names, err := expand(p)
 		if err != nil {
@@ -78,7 +78,7 @@ func expand(p string) ([]string, error) {
 	return out, nil // ReadDir sorts by name
 }
 
-func decodeFile(ctx context.Context, name string, skips *Skips, seen *seenSet, visit Visitor) error {
+func decodeFile(ctx context.Context, name string, skips *Skips, seen *SeenSpans, visit Visitor) error {
 	if name == "-" {
 		return decode(ctx, "stdin", os.Stdin, skips, seen, visit)
 	}
@@ -95,7 +95,7 @@ func decodeFile(ctx context.Context, name string, skips *Skips, seen *seenSet, v
 // read by the first call of Spans; later calls find it consumed.
 func Reader(name string, r io.Reader, skips *Skips) Source {
 	return Func(func(ctx context.Context, visit Visitor) error {
-		return decode(ctx, name, r, skips, newSeenSet(), visit)
+		return decode(ctx, name, r, skips, NewSeenSpans(), visit)
 	})
 }
 
@@ -135,11 +135,11 @@ func (g *gzipBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func decode(ctx context.Context, name string, r io.Reader, skips *Skips, seen *seenSet, visit Visitor) error {
+func decode(ctx context.Context, name string, r io.Reader, skips *Skips, seen *SeenSpans, visit Visitor) error {
 	return decodeLevel(ctx, name, r, skips, seen, visit, 0)
 }
 
-func decodeLevel(ctx context.Context, name string, r io.Reader, skips *Skips, seen *seenSet, visit Visitor, level int) error {
+func decodeLevel(ctx context.Context, name string, r io.Reader, skips *Skips, seen *SeenSpans, visit Visitor, level int) error {
 	br := bufio.NewReaderSize(r, du.PeekBytes)
 	peek, err := br.Peek(du.PeekBytes)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
@@ -169,7 +169,7 @@ func decodeLevel(ctx context.Context, name string, r io.Reader, skips *Skips, se
 			stop = err
 			return err
 		}
-		if seen.repeat(s) {
+		if seen.Repeat(s) {
 			skips.Add(ReasonDuplicate, du.Example(name, s.TraceID, "span "+s.SpanID))
 			return nil
 		}

@@ -102,9 +102,9 @@ func SupportedSchema(v string) bool {
 // remembers a few dozen bytes per span. Files deduplicates by itself.
 func Dedup(src Source, skips *Skips) Source {
 	return Func(func(ctx context.Context, visit Visitor) error {
-		seen := newSeenSet()
+		seen := NewSeenSpans()
 		return src.Spans(ctx, func(s *model.Span) error {
-			if seen.repeat(s) {
+			if seen.Repeat(s) {
 				skips.Add(ReasonDuplicate, du.Example("", s.TraceID, "span "+s.SpanID))
 				return nil
 			}
@@ -113,16 +113,20 @@ func Dedup(src Source, skips *Skips) Source {
 	})
 }
 
-// seenSet remembers the (trace id, span id) pairs seen.
-type seenSet struct {
+// SeenSpans remembers the (trace id, span id) pairs of spans, 24 bytes a
+// span for the usual hex ids, to drop repeats: a span in two files, in
+// two overlapping query windows or in a retried call. Not safe for
+// concurrent use.
+type SeenSpans struct {
 	ids   map[[24]byte]struct{}
 	other map[string]struct{} // ids that are not 16+8 bytes of hex
 }
 
-func newSeenSet() *seenSet { return &seenSet{ids: make(map[[24]byte]struct{})} }
+// NewSeenSpans returns an empty set.
+func NewSeenSpans() *SeenSpans { return &SeenSpans{ids: make(map[[24]byte]struct{})} }
 
-// repeat records s and reports whether it was seen before.
-func (t *seenSet) repeat(s *model.Span) bool {
+// Repeat records s and reports whether it was seen before.
+func (t *SeenSpans) Repeat(s *model.Span) bool {
 	var k [24]byte
 	if len(s.TraceID) == 32 && len(s.SpanID) == 16 {
 		_, err1 := hex.Decode(k[:16], []byte(s.TraceID))

@@ -160,7 +160,7 @@ func (c *Client) Source(q Query) source.Source {
 		if err != nil {
 			return err
 		}
-		r := &run{c: c, be: be, p: p, visit: visit, seen: newSeenSet(), traces: map[string]struct{}{}}
+		r := &run{c: c, be: be, p: p, visit: visit, seen: source.NewSeenSpans(), traces: map[string]struct{}{}}
 		total := -1
 		if p.ids != nil {
 			total = len(p.ids)
@@ -183,7 +183,7 @@ type run struct {
 
 	mu     sync.Mutex // serialises visit and guards what follows
 	visit  source.Visitor
-	seen   *seenSet
+	seen   *source.SeenSpans
 	traces map[string]struct{}
 }
 
@@ -197,7 +197,7 @@ func (r *run) sink() sink {
 func (r *run) emit(s *model.Span) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.seen.repeat(s) {
+	if r.seen.Repeat(s) {
 		return nil
 	}
 	if _, ok := r.traces[s.TraceID]; !ok {
@@ -349,37 +349,4 @@ func (r *run) byID(ctx context.Context) error {
 		}
 	}
 	return &NotFoundError{Endpoint: r.c.endpoint, Protocol: r.be.protocol(), TraceIDs: ids}
-}
-
-// seenSet remembers the (trace id, span id) pairs passed on: 24 bytes a
-// span for the usual hex ids.
-type seenSet struct {
-	ids   map[[24]byte]struct{}
-	other map[string]struct{}
-}
-
-func newSeenSet() *seenSet { return &seenSet{ids: make(map[[24]byte]struct{})} }
-
-func (t *seenSet) repeat(s *model.Span) bool {
-	var k [24]byte
-	if len(s.TraceID) == 32 && len(s.SpanID) == 16 {
-		_, err1 := hex.Decode(k[:16], []byte(s.TraceID))
-		_, err2 := hex.Decode(k[16:], []byte(s.SpanID))
-		if err1 == nil && err2 == nil {
-			if _, ok := t.ids[k]; ok {
-				return true
-			}
-			t.ids[k] = struct{}{}
-			return false
-		}
-	}
-	if t.other == nil {
-		t.other = make(map[string]struct{})
-	}
-	key := s.TraceID + "/" + s.SpanID
-	if _, ok := t.other[key]; ok {
-		return true
-	}
-	t.other[key] = struct{}{}
-	return false
 }
