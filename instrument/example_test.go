@@ -26,15 +26,7 @@ import (
 // wrapped with Handler, its transport with Transport, and both share one
 // Tracker so that engine events reach the right spans.
 func Example() {
-	// Stand-in for vLLM: streams three tokens.
-	engineSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, tok := range []string{"Hello", " there", "!"} {
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"model\":\"llama\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", tok)
-			w.(http.Flusher).Flush()
-		}
-		fmt.Fprint(w, "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
-	}))
+	engineSrv := newStandInEngine() // streams three tokens, as vLLM would
 	defer engineSrv.Close()
 
 	rec := tracetest.NewSpanRecorder()
@@ -134,14 +126,7 @@ func ExampleWithTokenRecording() {
 // TokenHistograms that the same reader produces from. With the
 // OpenTelemetry Prometheus exporter, pass it as otelprom.WithProducer(th).
 func ExampleNewTokenHistograms() {
-	engineSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, tok := range []string{"Hello", " there", "!"} {
-			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"model\":\"llama\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", tok)
-			w.(http.Flusher).Flush()
-		}
-		fmt.Fprint(w, "data: [DONE]\n\n")
-	}))
+	engineSrv := newStandInEngine()
 	defer engineSrv.Close()
 
 	th := instrument.NewTokenHistograms()
@@ -181,4 +166,17 @@ func ExampleNewTokenHistograms() {
 	// Unordered output:
 	// llm_tpot{model_version="llama-3.1"} count 1
 	// tokentrace.inter_token_latency{model_version="llama-3.1"} count 2
+}
+
+// newStandInEngine serves an OpenAI-compatible stream of three tokens, as
+// vLLM would, in place of a real engine.
+func newStandInEngine() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, tok := range []string{"Hello", " there", "!"} {
+			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"model\":\"llama\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", tok)
+			w.(http.Flusher).Flush()
+		}
+		fmt.Fprint(w, "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
 }
