@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
+	"github.com/tokentrace/tokentrace/internal/runtest"
 	"github.com/tokentrace/tokentrace/internal/sim"
 )
 
@@ -27,84 +27,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // client does not keep connections, so no goroutine outlives a test.
 var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
-// lines is a stdout or stderr that run and the test may use at once; it
-// hands over the first line.
-type lines struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	first chan string
-}
-
-func newLines() *lines { return &lines{first: make(chan string, 1)} }
-
-func (w *lines) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	had := bytes.IndexByte(w.buf.Bytes(), '\n') >= 0
-	w.buf.Write(p)
-	if i := bytes.IndexByte(w.buf.Bytes(), '\n'); !had && i >= 0 {
-		w.first <- string(w.buf.Bytes()[:i])
-	}
-	return len(p), nil
-}
-
-func (w *lines) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
-// engine is a run of the program.
-type engine struct {
-	url    string
-	stderr *lines
-	cancel context.CancelFunc
-	done   chan error
-}
-
 // start runs the program with args (plus -addr 127.0.0.1:0) and waits for
 // its address.
-func start(t *testing.T, args ...string) *engine {
+func start(t *testing.T, args ...string) *runtest.Program {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut := newLines(), newLines()
-	e := &engine{stderr: errOut, cancel: cancel, done: make(chan error, 1)}
-	go func() { e.done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), out, errOut) }()
-	select {
-	case line := <-out.first:
-		addr, ok := strings.CutPrefix(line, "listening on ")
-		if !ok {
-			t.Fatalf("first line %q", line)
-		}
-		e.url = "http://" + addr
-	case err := <-e.done:
-		t.Fatalf("run returned before listening: %v\n%s", err, errOut.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("no address printed")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-e.done:
-		case <-time.After(20 * time.Second):
-			t.Error("run did not return")
-		}
-	})
-	return e
-}
-
-// stop cancels the run (as SIGINT does) and returns run's error.
-func (e *engine) stop(t *testing.T, within time.Duration) error {
-	t.Helper()
-	e.cancel()
-	select {
-	case err := <-e.done:
-		e.done <- err // for the cleanup
-		return err
-	case <-time.After(within):
-		t.Fatalf("run did not return within %v of the interrupt", within)
-		return nil
-	}
+	return runtest.Start(t, run, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 }
 
 // stream posts a streamed request and returns its content chunks and
@@ -178,12 +105,12 @@ func TestServesStreamsMetricsAndTruth(t *testing.T) {
 
 	const tid = "4bf92f3577b34da6a3ce929d0e0e4736"
 	h := http.Header{"Traceparent": {"00-" + tid + "-00f067aa0ba902b7-01"}}
-	chunks, done, err := stream(e.url, "/v1/chat/completions",
+	chunks, done, err := stream(e.URL, "/v1/chat/completions",
 		`{"model":"sim-small","max_tokens":20,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hello there"}]}`, h, nil)
 	if chunks != 20 || !done || err != nil {
 		t.Errorf("chat stream: %d tokens, [DONE] %v, %v; want 20, true", chunks, done, err)
 	}
-	chunks, done, err = stream(e.url, "/v1/completions", `{"model":"sim-small","max_tokens":5,"stream":true,"prompt":"hi"}`, nil, nil)
+	chunks, done, err = stream(e.URL, "/v1/completions", `{"model":"sim-small","max_tokens":5,"stream":true,"prompt":"hi"}`, nil, nil)
 	if chunks != 5 || !done || err != nil {
 		t.Errorf("completions stream: %d tokens, [DONE] %v, %v; want 5, true", chunks, done, err)
 	}
@@ -193,12 +120,12 @@ func TestServesStreamsMetricsAndTruth(t *testing.T) {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(get(t, e.url+"/v1/models"), &models); err != nil || len(models.Data) != 1 || models.Data[0].ID != "sim-small" {
+	if err := json.Unmarshal(get(t, e.URL+"/v1/models"), &models); err != nil || len(models.Data) != 1 || models.Data[0].ID != "sim-small" {
 		t.Errorf("/v1/models: %+v %v", models, err)
 	}
-	get(t, e.url+"/health")
+	get(t, e.URL+"/health")
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(bytes.NewReader(get(t, e.url+"/metrics")))
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(get(t, e.URL+"/metrics")))
 	if err != nil {
 		t.Fatalf("/metrics does not parse: %v", err)
 	}
@@ -212,7 +139,7 @@ func TestServesStreamsMetricsAndTruth(t *testing.T) {
 		t.Errorf("vllm:request_success_total = %v, want 2", mf)
 	}
 
-	if err := e.stop(t, 5*time.Second); err != nil {
+	if _, err := e.Stop(t, 5*time.Second); err != nil {
 		t.Fatalf("run after interrupt: %v", err)
 	}
 	data, err := os.ReadFile(truthPath)
@@ -230,15 +157,15 @@ func TestServesStreamsMetricsAndTruth(t *testing.T) {
 	if len(recs) != 2 {
 		t.Fatalf("%d truth records, want one per finished request (2)", len(recs))
 	}
-	addr := strings.TrimPrefix(e.url, "http://")
+	addr := strings.TrimPrefix(e.URL, "http://")
 	if r := recs[0]; r.Schema != sim.TruthSchema || r.Tokens != 20 || r.TraceID != tid || r.Instance != addr {
 		t.Errorf("truth record %+v, want schema %s, 20 tokens, trace %s, instance %s", r, sim.TruthSchema, tid, addr)
 	}
 	if r := recs[1]; r.Tokens != 5 || r.TraceID != "" {
 		t.Errorf("truth record %+v", r)
 	}
-	if !strings.Contains(e.stderr.String(), "engine ready") {
-		t.Errorf("stderr: %s", e.stderr.String())
+	if !strings.Contains(e.Stderr.String(), "engine ready") {
+		t.Errorf("stderr: %s", e.Stderr.String())
 	}
 }
 
@@ -253,11 +180,11 @@ func TestInterruptDrainsStreams(t *testing.T) {
 	}
 	res := make(chan result, 1)
 	go func() {
-		n, done, err := stream(e.url, "/v1/chat/completions", `{"model":"sim-llama","max_tokens":40,"stream":true,"messages":[{"role":"user","content":"x"}]}`, nil, first)
+		n, done, err := stream(e.URL, "/v1/chat/completions", `{"model":"sim-llama","max_tokens":40,"stream":true,"messages":[{"role":"user","content":"x"}]}`, nil, first)
 		res <- result{n, done, err}
 	}()
 	<-first
-	if err := e.stop(t, 10*time.Second); err != nil {
+	if _, err := e.Stop(t, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-res; r.chunks != 40 || !r.done || r.err != nil {
@@ -271,12 +198,12 @@ func TestShutdownTimeoutCutsStreams(t *testing.T) {
 	first := make(chan struct{})
 	res := make(chan bool, 1)
 	go func() {
-		_, done, _ := stream(e.url, "/v1/chat/completions", `{"model":"sim-llama","max_tokens":1000,"stream":true,"messages":[{"role":"user","content":"x"}]}`, nil, first)
+		_, done, _ := stream(e.URL, "/v1/chat/completions", `{"model":"sim-llama","max_tokens":1000,"stream":true,"messages":[{"role":"user","content":"x"}]}`, nil, first)
 		res <- done
 	}()
 	<-first
 	begin := time.Now()
-	if err := e.stop(t, 5*time.Second); err != nil {
+	if _, err := e.Stop(t, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if el := time.Since(begin); el > 2*time.Second {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tokentrace/tokentrace/instrument"
+	"github.com/tokentrace/tokentrace/internal/runtest"
 	"github.com/tokentrace/tokentrace/internal/sim"
 	"github.com/tokentrace/tokentrace/semconv"
 )
@@ -103,88 +103,12 @@ func startEngine(t *testing.T) (url string, traceparents func() []string) {
 	}
 }
 
-// lines is a stdout or stderr that run and the test may use at once; it
-// hands over the first line.
-type lines struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	first chan string
-}
-
-func newLines() *lines { return &lines{first: make(chan string, 1)} }
-
-func (w *lines) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	had := bytes.IndexByte(w.buf.Bytes(), '\n') >= 0
-	w.buf.Write(p)
-	if i := bytes.IndexByte(w.buf.Bytes(), '\n'); !had && i >= 0 {
-		w.first <- string(w.buf.Bytes()[:i])
-	}
-	return len(p), nil
-}
-
-func (w *lines) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
-// gateway is a run of the program.
-type gateway struct {
-	url    string
-	stderr *lines
-	cancel context.CancelFunc
-	done   chan error
-}
-
-func startGateway(t *testing.T, args ...string) *gateway {
+// startGateway runs the gateway with args and waits for its address. Later
+// flags win: the metrics endpoint defaults to a port of its own here, so
+// tests running side by side do not share 9464.
+func startGateway(t *testing.T, args ...string) *runtest.Program {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut := newLines(), newLines()
-	g := &gateway{stderr: errOut, cancel: cancel, done: make(chan error, 1)}
-	// Later flags win: the metrics endpoint defaults to a port of its own
-	// here, so tests running side by side do not share 9464.
-	go func() {
-		g.done <- run(ctx, append([]string{"-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0"}, args...), out, errOut)
-	}()
-	select {
-	case line := <-out.first:
-		addr, ok := strings.CutPrefix(line, "listening on ")
-		if !ok {
-			t.Fatalf("first line %q", line)
-		}
-		g.url = "http://" + addr
-	case err := <-g.done:
-		t.Fatalf("run returned before listening: %v\n%s", err, errOut.String())
-	case <-time.After(10 * time.Second):
-		t.Fatal("no address printed")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-g.done:
-		case <-time.After(30 * time.Second):
-			t.Error("run did not return")
-		}
-	})
-	return g
-}
-
-// stop cancels the run (as SIGINT does) and returns run's error and how
-// long it took.
-func (g *gateway) stop(t *testing.T) (time.Duration, error) {
-	t.Helper()
-	start := time.Now()
-	g.cancel()
-	select {
-	case err := <-g.done:
-		g.done <- err // for the cleanup
-		return time.Since(start), err
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not return within 30 s of the interrupt")
-		return 0, nil
-	}
+	return runtest.Start(t, run, append([]string{"-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0"}, args...)...)
 }
 
 var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -277,9 +201,9 @@ func TestSpansReachOTLPReceiver(t *testing.T) {
 	// their spans are flushed by the shutdown (nothing to wait for).
 	tokens := []int{60, 150, 300}
 	var runErr error
-	streamAll(t, g.url, func() { _, runErr = g.stop(t) }, tokens...)
+	streamAll(t, g.URL, func() { _, runErr = g.Stop(t, 30*time.Second) }, tokens...)
 	if runErr != nil {
-		t.Fatalf("run: %v\n%s", runErr, g.stderr.String())
+		t.Fatalf("run: %v\n%s", runErr, g.Stderr.String())
 	}
 
 	spans, services := rcv.received()
@@ -352,11 +276,11 @@ func TestExporterDownDoesNotBreakTheGateway(t *testing.T) {
 	ln.Close()
 	engineURL, _ := startEngine(t)
 	g := startGateway(t, "-upstream", engineURL, "-otlp", closedPort, "-shutdown-timeout", "3s", "-token-recording", "compact")
-	streamAll(t, g.url, nil, 30, 30, 30)
+	streamAll(t, g.URL, nil, 30, 30, 30)
 	// Interrupt while three streams of about 0.5 s run: they still end whole.
 	var took time.Duration
 	var runErr error
-	streamAll(t, g.url, func() { took, runErr = g.stop(t) }, 600, 600, 600)
+	streamAll(t, g.URL, func() { took, runErr = g.Stop(t, 30*time.Second) }, 600, 600, 600)
 	if runErr != nil {
 		t.Errorf("run: %v", runErr)
 	}
@@ -375,9 +299,9 @@ func TestSeveralUpstreamsRoundRobin(t *testing.T) {
 	c, _ := startEngine(t)
 	g := startGateway(t, "-upstream", a+","+b, "-upstream", c, "-otlp", rcv.addr, "-service-name", "gw-test")
 	for range 3 {
-		streamAll(t, g.url, nil, 5)
+		streamAll(t, g.URL, nil, 5)
 	}
-	if _, err := g.stop(t); err != nil {
+	if _, err := g.Stop(t, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	spans, services := rcv.received()
@@ -407,7 +331,7 @@ func TestBadFlags(t *testing.T) {
 		{"-listen", "nonsense"},
 		{"extra"},
 	} {
-		out, errOut := newLines(), newLines()
+		out, errOut := runtest.NewLines(), runtest.NewLines()
 		if err := run(context.Background(), append(args, "-otlp", "127.0.0.1:1"), out, errOut); err == nil {
 			t.Errorf("run(%q) accepted", args)
 		}

@@ -44,7 +44,7 @@ func TestPrometheusEndpointServesTheMetricsOfTheStreams(t *testing.T) {
 	maddr := freeAddr(t)
 	g := startGateway(t, "-upstream", engineURL, "-otlp", rcv.addr, "-metrics-listen", maddr, "-poll-interval", "50ms")
 	tokens := []int{40, 40, 40}
-	streamAll(t, g.url, nil, tokens...)
+	streamAll(t, g.URL, nil, tokens...)
 	metricsURL := "http://" + maddr + "/metrics"
 
 	// The spans (one per request) reach the receiver within the batch
