@@ -31,55 +31,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tokentrace/tokentrace/instrument"
+	"github.com/tokentrace/tokentrace/internal/openaitest"
 )
 
 // ---------------------------------------------------------------------
 // Recording real spans with the instrument middleware.
-
-// fakeEngine is an OpenAI-compatible engine for tests: it streams Tokens
-// chat chunks (Gap before each), answers "stream":false with a JSON body,
-// and fails with 503 when the request carries X-Fail. OnToken runs after
-// each token is written, with the request (whose context holds the
-// middleware's span).
-type fakeEngine struct {
-	Tokens  int
-	Gap     func(i int) time.Duration
-	OnToken func(r *http.Request, i int)
-}
-
-func (e *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	if r.Header.Get("X-Fail") != "" {
-		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
-		return
-	}
-	if !strings.Contains(string(body), `"stream":true`) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"chatcmpl-9","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	fl := http.NewResponseController(w)
-	write := func(s string) {
-		_, _ = io.WriteString(w, s)
-		_ = fl.Flush()
-	}
-	write(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n")
-	for i := 0; i < e.Tokens; i++ {
-		if e.Gap != nil {
-			if d := e.Gap(i); d > 0 {
-				time.Sleep(d)
-			}
-		}
-		write(fmt.Sprintf(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"t%d "}}]}`+"\n\n", i))
-		if e.OnToken != nil {
-			e.OnToken(r, i)
-		}
-	}
-	write(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
-	write(fmt.Sprintf(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n", e.Tokens, e.Tokens+12))
-	write("data: [DONE]\n\n")
-}
 
 // newProvider returns an SDK provider recording into a SpanRecorder, with
 // a service name; eventLimit 0 keeps the SDK default of 128 events.
@@ -129,7 +85,7 @@ func recordScenario(t testing.TB, eventLimit int) []sdktrace.ReadOnlySpan {
 	tp, rec := newProvider(t, eventLimit)
 	tracker := instrument.NewTracker()
 	intruder := trace.TraceID{0xab, 0xcd, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
-	eng := &fakeEngine{Tokens: 40, Gap: func(i int) time.Duration {
+	eng := &openaitest.Engine{Usage: true, Tokens: 40, Gap: func(i int) time.Duration {
 		if i >= 20 && i < 25 {
 			return 3 * time.Millisecond
 		}
@@ -168,7 +124,7 @@ func recordScenario(t testing.TB, eventLimit int) []sdktrace.ReadOnlySpan {
 	post(t, srv.URL, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]}`, true)
 	srv.Close()
 
-	long := &fakeEngine{Tokens: 2000, Gap: func(i int) time.Duration {
+	long := &openaitest.Engine{Usage: true, Tokens: 2000, Gap: func(i int) time.Duration {
 		if i%500 == 499 {
 			return 2 * time.Millisecond
 		}

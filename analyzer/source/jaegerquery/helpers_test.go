@@ -22,6 +22,7 @@ import (
 	"github.com/tokentrace/tokentrace/analyzer/source/sdkspan"
 	"github.com/tokentrace/tokentrace/instrument"
 	"github.com/tokentrace/tokentrace/internal/jaegertest"
+	"github.com/tokentrace/tokentrace/internal/openaitest"
 )
 
 // ---------------------------------------------------------------------
@@ -103,46 +104,6 @@ type scenario struct {
 	rich, long, long128, other, plain, failed string
 }
 
-// fakeEngine streams Tokens chat chunks (Gap before each) and calls
-// OnToken after each; "stream":false gets a JSON answer, X-Fail a 503.
-type fakeEngine struct {
-	Tokens  int
-	Gap     func(i int) time.Duration
-	OnToken func(r *http.Request, i int)
-}
-
-func (e *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	if r.Header.Get("X-Fail") != "" {
-		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
-		return
-	}
-	if !strings.Contains(string(body), `"stream":true`) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"chatcmpl-9","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	rc := http.NewResponseController(w)
-	write := func(s string) {
-		_, _ = io.WriteString(w, s)
-		_ = rc.Flush()
-	}
-	for i := 0; i < e.Tokens; i++ {
-		if e.Gap != nil {
-			if d := e.Gap(i); d > 0 {
-				time.Sleep(d)
-			}
-		}
-		write(fmt.Sprintf(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"t%d "}}]}`+"\n\n", i))
-		if e.OnToken != nil {
-			e.OnToken(r, i)
-		}
-	}
-	write(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
-	write("data: [DONE]\n\n")
-}
-
 // post sends a completion request through the gateway.
 func post(url, model string, stream bool, headers map[string]string) error {
 	body := fmt.Sprintf(`{"model":%q,"stream":%t,"messages":[{"role":"user","content":"hello"}]}`, model, stream)
@@ -211,7 +172,7 @@ func record(ctx context.Context, j *jaegertest.Jaeger) (*scenario, error) {
 	}
 	tracker := instrument.NewTracker()
 	intruder := trace.TraceID{0xab, 0xcd, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}
-	rich := &fakeEngine{Tokens: 40, Gap: func(i int) time.Duration {
+	rich := &openaitest.Engine{Tokens: 40, Gap: func(i int) time.Duration {
 		if i >= 20 && i < 25 {
 			return 3 * time.Millisecond
 		}
@@ -227,13 +188,13 @@ func record(ctx context.Context, j *jaegertest.Jaeger) (*scenario, error) {
 			tracker.RecordGCPause("engine-0", instrument.GCPause{Start: now.Add(-time.Millisecond), Duration: 1234567 * time.Nanosecond})
 		}
 	}}
-	long := &fakeEngine{Tokens: 2000, Gap: func(i int) time.Duration {
+	long := &openaitest.Engine{Tokens: 2000, Gap: func(i int) time.Duration {
 		if i%500 == 499 {
 			return 2 * time.Millisecond
 		}
 		return 0
 	}}
-	short := &fakeEngine{Tokens: 20}
+	short := &openaitest.Engine{Tokens: 20}
 	main := func(i string) map[string]string { return map[string]string{"X-Instance": i, "X-Prompt-Type": "qa"} }
 
 	srv := gateway(tpA, tracker, rich)
@@ -251,7 +212,7 @@ func record(ctx context.Context, j *jaegertest.Jaeger) (*scenario, error) {
 	srv = gateway(tpB, tracker, long)
 	errs = append(errs, post(srv.URL, "m", true, main("engine-2")))
 	srv.Close()
-	srv = gateway(tpC, tracker, &fakeEngine{Tokens: 5})
+	srv = gateway(tpC, tracker, &openaitest.Engine{Tokens: 5})
 	for range pageN {
 		errs = append(errs, post(srv.URL, "m", true, main("engine-3")))
 		time.Sleep(3 * time.Millisecond)
