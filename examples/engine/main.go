@@ -234,6 +234,9 @@ func effects(c sim.Config) string {
 	var e []string
 	if c.Prefill.Chunked {
 		e = append(e, fmt.Sprintf("chunked prefill (%d tokens/step)", c.Prefill.TokenBudget))
+	} else {
+		// Itself an effect: a newcomer's whole prompt stalls the batch.
+		e = append(e, "unchunked prefill (a newcomer's whole prompt in one step)")
 	}
 	if c.KV.Blocks > 0 {
 		mode := "recompute"
@@ -256,9 +259,6 @@ func effects(c sim.Config) string {
 	}
 	if c.Profile.SpikeProb > 0 {
 		e = append(e, fmt.Sprintf("spikes (%.1f%% of steps ×%g)", 100*c.Profile.SpikeProb, c.Profile.SpikeFactor))
-	}
-	if len(e) == 0 {
-		return "none (prefills unchunked)"
 	}
 	return strings.Join(e, ", ")
 }

@@ -225,7 +225,7 @@ func TestParseFlags(t *testing.T) {
 		o.addr != defaultAddr || o.truth != "" {
 		t.Errorf("defaults: %+v %+v", cfg, o)
 	}
-	if got := effects(cfg); !strings.HasPrefix(got, "none") {
+	if got := effects(cfg); got != "unchunked prefill (a newcomer's whole prompt in one step)" {
 		t.Errorf("effects of the default: %q", got)
 	}
 
