@@ -71,6 +71,20 @@ func (w Window) overlap(o Window) time.Duration {
 	return e.Sub(s)
 }
 
+// intersect returns the part of w that o covers (empty when none).
+func (w Window) intersect(o Window) Window {
+	if o.Start.After(w.Start) {
+		w.Start = o.Start
+	}
+	if o.End.Before(w.End) {
+		w.End = o.End
+	}
+	if w.End.Before(w.Start) {
+		w.End = w.Start
+	}
+	return w
+}
+
 func (w Window) len() time.Duration { return w.End.Sub(w.Start) }
 
 // Item is what the correlator keeps of one request: no token times, only
@@ -294,17 +308,64 @@ type candidate struct {
 	score    float64
 	detail   string // of the best-scoring evidence
 	evidence []report.Evidence
+	parts    []weighted // the piece of the segment each evidence covers
+}
+
+// weighted is a piece of a segment's window covered by one piece of
+// evidence, with that evidence's weight.
+type weighted struct {
+	Window
+	weight float64
+}
+
+// union raises the score to the weighted share of the window that the
+// evidence covers together (each instant counted once, at the highest
+// weight covering it): successive events of one cause — the swap-ins of
+// several victims, the prefills of several newcomers — each covering a
+// few gaps of a run explain the run together. The detail says so when
+// that is what names the cause.
+func (c *candidate) union(win Window) {
+	wl := win.len()
+	if len(c.parts) < 2 || wl <= 0 {
+		return
+	}
+	cuts := make([]time.Time, 0, 2*len(c.parts))
+	for _, p := range c.parts {
+		if p.len() > 0 {
+			cuts = append(cuts, p.Start, p.End)
+		}
+	}
+	slices.SortFunc(cuts, func(a, b time.Time) int { return a.Compare(b) })
+	var sum float64
+	for i := 1; i < len(cuts); i++ {
+		piece := Window{cuts[i-1], cuts[i]}
+		if piece.len() <= 0 {
+			continue
+		}
+		w := 0.0
+		for _, p := range c.parts {
+			if !p.Start.After(piece.Start) && !p.End.Before(piece.End) {
+				w = max(w, p.weight)
+			}
+		}
+		sum += w * float64(piece.len())
+	}
+	if u := min(sum/float64(wl), 1); u > c.score+0.05 {
+		c.score = u
+		c.detail += fmt.Sprintf("; with %d other pieces of evidence of this cause, %.0f%% of the segment", len(c.parts)-1, 100*u)
+	}
 }
 
 // add records one piece of evidence covering covered of the window of
 // length win, with the given weight; the candidate's score and detail are
 // those of its best evidence.
-func (c *candidate) add(ev report.Evidence, covered, win time.Duration, weight float64, detail string) {
+func (c *candidate) add(ev report.Evidence, part Window, win time.Duration, weight float64, detail string) {
 	c.evidence = append(c.evidence, ev)
+	c.parts = append(c.parts, weighted{part, weight})
 	if win <= 0 {
 		win = time.Microsecond
 	}
-	s := float64(covered) / float64(win)
+	s := float64(part.len()) / float64(win)
 	if s > 1 {
 		s = 1
 	}
@@ -390,7 +451,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				continue // its own (re-)prefill is its TTFT or its preemption
 			}
 			get(report.CausePrefill).add(report.Evidence{Kind: "prefill_event", TraceID: ev.TraceID, OverlapMs: ms(ov),
-				PromptTokens: ev.PromptTokens, Detail: prefillDetail(ev)}, ov, wl, we*specificity(wl, ew.len())*sizeWeight(eventPrompt(ev)),
+				PromptTokens: ev.PromptTokens, Detail: prefillDetail(ev)}, win.intersect(ew), wl, we*specificity(wl, ew.len())*sizeWeight(eventPrompt(ev)),
 				"prefill of "+who(ev.TraceID, ev.RequestID)+promptSize(ev.PromptTokens, ev.PromptChars))
 			seenPrefill[ev.TraceID+ev.RequestID] = true
 			if ev.TraceID != "" {
@@ -412,7 +473,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				detail = fmt.Sprintf("preempted (%s) for %.0f ms", mode, ms(ev.Duration))
 			}
 			get(report.CauseKVSwap).add(report.Evidence{Kind: "preemption_event", TraceID: ev.TraceID, OverlapMs: ms(ov),
-				Detail: fmt.Sprintf("%s preemption, %.0f ms, victim=%t", mode, ms(ev.Duration), ev.Victim)}, ov, wl, w*specificity(wl, ew.len()), detail)
+				Detail: fmt.Sprintf("%s preemption, %.0f ms, victim=%t", mode, ms(ev.Duration), ev.Victim)}, win.intersect(ew), wl, w*specificity(wl, ew.len()), detail)
 		case model.KindGCPause:
 			// A pause inside a run explains the gap's excess over the run.
 			need, detail := wl, fmt.Sprintf("GC pause (%s) of %.0f ms", ev.Source, ms(ev.Duration))
@@ -421,7 +482,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				detail += fmt.Sprintf(", the gap's %.0f ms over the %.0f ms pace of the run around it", ms(need), seg.runLevelMs)
 			}
 			get(report.CauseGC).add(report.Evidence{Kind: "gc_event", OverlapMs: ms(ov),
-				Detail: fmt.Sprintf("%s GC pause of %.0f ms", ev.Source, ms(ev.Duration))}, ov, need, we*specificity(need, ew.len()), detail)
+				Detail: fmt.Sprintf("%s GC pause of %.0f ms", ev.Source, ms(ev.Duration))}, win.intersect(ew), need, we*specificity(need, ew.len()), detail)
 		}
 	}
 	// 2. Other requests of the instance.
@@ -436,7 +497,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 			if ov := win.overlap(pw); ov > 0 && !seenPrefill[o.TraceID] {
 				get(report.CausePrefill).add(report.Evidence{Kind: "cross_trace_prefill", TraceID: o.TraceID, OverlapMs: ms(ov),
 					PromptTokens: o.Context, Detail: fmt.Sprintf("prefill %s%s", short(o.TraceID), promptSize(o.Context, 0))},
-					ov, wl, weightCrossTrace*sizeWeight(o.Context)*specificity(wl, pw.len()), "prefill of "+short(o.TraceID)+promptSize(o.Context, 0))
+					win.intersect(pw), wl, weightCrossTrace*sizeWeight(o.Context)*specificity(wl, pw.len()), "prefill of "+short(o.TraceID)+promptSize(o.Context, 0))
 			}
 			// A long context decoding alongside makes every step dearer:
 			// a run of moderately slow gaps, never a single stall.
@@ -446,7 +507,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				if ov := win.overlap(dw); ov > 0 {
 					get(report.CauseBatch).add(report.Evidence{Kind: "cross_trace_batch", TraceID: o.TraceID, OverlapMs: ms(ov),
 						PromptTokens: o.Context, Detail: fmt.Sprintf("%s decoding with %d tokens of context", short(o.TraceID), o.Context)},
-						ov, wl, weightCrossTrace, fmt.Sprintf("long-context request %s (%s prompt tokens) decoding in the same batch", short(o.TraceID), thousands(o.Context)))
+						win.intersect(dw), wl, weightCrossTrace, fmt.Sprintf("long-context request %s (%s prompt tokens) decoding in the same batch", short(o.TraceID), thousands(o.Context)))
 				}
 			}
 		}
@@ -474,7 +535,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 			c := get(report.CauseGC)
 			detail := fmt.Sprintf("every request decoding on %s stalled at the same instant (%d others): a stop-the-world pause, likely GC", it.Instance, stalled)
 			for _, id := range with {
-				c.add(report.Evidence{Kind: "same_instant_stall", TraceID: id, OverlapMs: ms(wl)}, wl, wl, weightSignature, detail)
+				c.add(report.Evidence{Kind: "same_instant_stall", TraceID: id, OverlapMs: ms(wl)}, win, wl, weightSignature, detail)
 			}
 		case running > 0 && stalled == 0:
 			// Only this request stalled. A recompute preemption looks like
@@ -498,8 +559,11 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				detail = fmt.Sprintf("only this request stalled while %d others on %s decoded on, and %d of them slowed as it resumed (a re-prefill): likely preempted", running, it.Instance, reprefill)
 			}
 			get(report.CauseKVSwap).add(report.Evidence{Kind: "victim_gap", OverlapMs: ms(wl),
-				Detail: fmt.Sprintf("%d other requests decoded through it, %d slowed at its end", running, reprefill)}, wl, wl, weight, detail)
+				Detail: fmt.Sprintf("%d other requests decoded through it, %d slowed at its end", running, reprefill)}, win, wl, weight, detail)
 		}
+	}
+	for _, c := range cands {
+		c.union(win)
 	}
 	best := pickBest(cands)
 	if best == nil || best.score < x.cfg.MinScore {

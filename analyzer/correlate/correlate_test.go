@@ -205,3 +205,36 @@ func TestPolledPreemptionAloneStillNamesKVSwap(t *testing.T) {
 		t.Fatalf("cause %s (%s), want kv_swap", s.Cause, s.Detail)
 	}
 }
+
+// TestSuccessiveEventsOfOneCauseExplainARunTogether: a 6-gap run (60 ms
+// gaps) during which three other requests were swapped back in one after
+// another, each preemption event covering two of its gaps: no single
+// event covers enough of the run (a third, at half weight: another
+// request's preemption), together they cover all of it.
+func TestSuccessiveEventsOfOneCauseExplainARunTogether(t *testing.T) {
+	var seg Segment
+	seg.BaselineMs = 15
+	tm := 1000
+	seg.Window.Start = at(tm)
+	for i := range 6 {
+		tm += 60
+		seg.Gaps = append(seg.Gaps, 60)
+		seg.Ends = append(seg.Ends, at(tm))
+		seg.FirstTokens = append(seg.FirstTokens, 200+i)
+		seg.LastTokens = append(seg.LastTokens, 200+i)
+	}
+	seg.Window.End = at(tm)
+	var evs []model.Event
+	for k := range 3 { // swap traffic in 1000–1120, 1120–1240, 1240–1360 ms
+		evs = append(evs, model.Event{Kind: model.KindPreemption, Mode: "swap", Start: at(1000 + 120*k),
+			Duration: 120 * time.Millisecond, Source: "engine"})
+	}
+	victim := &Item{TraceID: "v", Instance: "i", Start: at(0), First: at(20), End: at(5000), Generated: true,
+		Segments: []Segment{seg}, Events: evs}
+	x := NewIndex(DefaultConfig())
+	x.Add(victim)
+	x.Attribute(1.6)
+	if s := victim.Segments[0]; s.Cause != report.CauseKVSwap || len(s.Evidence) != 3 {
+		t.Fatalf("cause %s (%s) with %d pieces of evidence, want kv_swap with 3", s.Cause, s.Detail, len(s.Evidence))
+	}
+}

@@ -434,8 +434,13 @@ func (e *Engine) kvUsage() float64 {
 
 // preempt removes r from the batch; it returns the swap traffic time.
 func (e *Engine) preempt(r *Request) time.Duration {
+	// A request swapped back in and out again before it produced a token
+	// (thrashing) is still in the same preemption: it began the first
+	// time.
+	if !r.preempted {
+		r.preemptedAt = time.Now()
+	}
 	r.preempted = true
-	r.preemptedAt = time.Now()
 	r.pending.preempted = true
 	e.metrics.preemptions.Inc()
 	if e.cfg.KV.Swap {

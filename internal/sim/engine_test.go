@@ -278,3 +278,26 @@ func TestSameSeedSameDecisions(t *testing.T) {
 		}
 	}
 }
+
+// TestThrashingIsOnePreemption: a request swapped back in and out again
+// before it produced a token is still in its first preemption, so the
+// event the engine reports when it resumes covers the whole thrash (the
+// steps slowed by its swap traffic), not only the last round.
+func TestThrashingIsOnePreemption(t *testing.T) {
+	e, err := New(Config{Profile: testProfile, KV: KVConfig{Blocks: 8, BlockSize: 16, Swap: true, SwapPerBlock: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Request{blocks: 2}
+	if extra := e.preempt(r); extra != 2*time.Millisecond {
+		t.Fatalf("swap traffic %v, want 2 ms for 2 blocks", extra)
+	}
+	first := r.preemptedAt
+	time.Sleep(2 * time.Millisecond)
+	// Swapped back in (as step does), then out again in the same step.
+	e.swapped, r.swapped = e.swapped[:0], false
+	e.preempt(r)
+	if !r.preemptedAt.Equal(first) {
+		t.Errorf("preemption restarted at the second swap-out (%v after the first)", r.preemptedAt.Sub(first))
+	}
+}
