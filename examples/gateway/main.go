@@ -119,6 +119,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// An endpoint that is down costs no request (the spans are dropped),
+	// but say so now rather than at the first failed export, seconds on.
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		if err := probe(ctx, *otlpEndpoint, 2*time.Second); err != nil && ctx.Err() == nil {
+			log.Warn("OTLP endpoint not reachable: spans are dropped until it is (requests are not affected)",
+				"otlp", *otlpEndpoint, "err", err)
+		}
+	}()
+	defer func() { <-checked }()
 
 	// One tracker for the Handler, the Transport and the GC watcher. The
 	// Transport tells it which engine instance serves each request, so
@@ -309,4 +320,20 @@ func classifier(modelVersion string) instrument.Classifier {
 		}
 		return c
 	}
+}
+
+// probe dials a host:port endpoint over TCP once; nil when it answers or
+// is not a host:port.
+func probe(ctx context.Context, endpoint string, timeout time.Duration) error {
+	if _, _, err := net.SplitHostPort(endpoint); err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", endpoint)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }

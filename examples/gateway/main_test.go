@@ -263,6 +263,9 @@ func TestSpansReachOTLPReceiver(t *testing.T) {
 			t.Errorf("traceparent %q names no exported span", tp)
 		}
 	}
+	if strings.Contains(g.Stderr.String(), "not reachable") {
+		t.Errorf("a reachable OTLP endpoint reported unreachable:\n%s", g.Stderr)
+	}
 }
 
 // With the OTLP endpoint down, streams pass whole and the shutdown keeps to
@@ -289,6 +292,10 @@ func TestExporterDownDoesNotBreakTheGateway(t *testing.T) {
 	// take 20 s and more.
 	if took > 5*time.Second {
 		t.Errorf("shutdown took %v with -shutdown-timeout 3s", took)
+	}
+	// Said at start, not only at the first failed export.
+	if log := g.Stderr.String(); !strings.Contains(log, "OTLP endpoint not reachable") || !strings.Contains(log, closedPort) {
+		t.Errorf("no warning naming the unreachable endpoint:\n%s", log)
 	}
 }
 
