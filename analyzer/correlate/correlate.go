@@ -165,7 +165,49 @@ func (x *Index) Attribute(minSlowdown float64) {
 		for i := range it.Segments {
 			x.attribute(it, &it.Segments[i])
 		}
+		it.Segments = mergeAlike(it.Segments)
 	}
+}
+
+// mergeAlike joins back-to-back segments that name the same cause through
+// the same request: a chunked prefill whose last, longest chunk the
+// detector reported as a stall after the run of the others is one
+// prefill of one newcomer, and a report that says so once is the truer
+// one.
+func mergeAlike(segs []Segment) []Segment {
+	if len(segs) < 2 {
+		return segs
+	}
+	out := segs[:1]
+	for _, s := range segs[1:] {
+		p := &out[len(out)-1]
+		if !p.End.Equal(s.Start) || p.Cause != s.Cause || p.Cause == report.CauseUnknown ||
+			primary(p) == "" || primary(p) != primary(&s) {
+			out = append(out, s)
+			continue
+		}
+		p.End = s.End
+		p.Stall = false
+		p.Gaps = append(slices.Clip(p.Gaps), s.Gaps...)
+		p.Ends = append(slices.Clip(p.Ends), s.Ends...)
+		p.FirstTokens = append(slices.Clip(p.FirstTokens), s.FirstTokens...)
+		p.LastTokens = append(slices.Clip(p.LastTokens), s.LastTokens...)
+		p.Confidence = max(p.Confidence, s.Confidence)
+		for _, e := range s.Evidence {
+			if !slices.ContainsFunc(p.Evidence, func(o report.Evidence) bool { return o.Kind == e.Kind && o.TraceID == e.TraceID }) {
+				p.Evidence = append(p.Evidence, e)
+			}
+		}
+	}
+	return out
+}
+
+// primary is the request the segment's strongest evidence names.
+func primary(s *Segment) string {
+	if len(s.Evidence) == 0 {
+		return ""
+	}
+	return s.Evidence[0].TraceID
 }
 
 // split cuts a run at the end of a prefill that ends inside it: on a

@@ -238,3 +238,46 @@ func TestSuccessiveEventsOfOneCauseExplainARunTogether(t *testing.T) {
 		t.Fatalf("cause %s (%s) with %d pieces of evidence, want kv_swap with 3", s.Cause, s.Detail, len(s.Evidence))
 	}
 }
+
+// TestChunksOfOnePrefillAreOneSegment: an unchunked engine splitting a
+// long prompt at its batch size gives a run of dearer steps and then one
+// very long one (llama.cpp's n_batch remainder); the detector reports a
+// run and a stall back to back. Both name the same newcomer's prefill:
+// the report says so once, over the whole stretch. A stall of another
+// cause right after stays apart.
+func TestChunksOfOnePrefillAreOneSegment(t *testing.T) {
+	var run Segment
+	run.BaselineMs = 15
+	tm := 1000
+	run.Window.Start = at(tm)
+	for i, g := range []int{150, 165, 190, 215, 240, 270, 300} {
+		tm += g
+		run.Gaps = append(run.Gaps, float64(g))
+		run.Ends = append(run.Ends, at(tm))
+		run.FirstTokens = append(run.FirstTokens, 150+i)
+		run.LastTokens = append(run.LastTokens, 150+i)
+	}
+	run.Window.End = at(tm)
+	last := Segment{Window: Window{at(tm), at(tm + 1470)}, Stall: true, Gaps: []float64{1470},
+		Ends: []time.Time{at(tm + 1470)}, FirstTokens: []int{157}, LastTokens: []int{157}, BaselineMs: 15}
+	gc := Segment{Window: Window{at(tm + 1470), at(tm + 1700)}, Stall: true, Gaps: []float64{230},
+		Ends: []time.Time{at(tm + 1700)}, FirstTokens: []int{158}, LastTokens: []int{158}, BaselineMs: 15}
+	victim := &Item{TraceID: "v", Instance: "i", Start: at(0), First: at(20), End: at(6000), Context: 10, Generated: true,
+		Segments: []Segment{run, last, gc},
+		Events:   []model.Event{{Kind: model.KindGCPause, Start: at(tm + 1480), Duration: 210 * time.Millisecond, Source: "engine"}}}
+	intruder := &Item{TraceID: "in", Instance: "i", Start: at(990), First: at(tm + 1470), End: at(6000), Context: 2856, Generated: true}
+	x := NewIndex(DefaultConfig())
+	x.Add(victim)
+	x.Add(intruder)
+	x.Attribute(1.6)
+	if len(victim.Segments) != 2 {
+		t.Fatalf("%d segments, want the prefill once and the GC pause", len(victim.Segments))
+	}
+	p, g := victim.Segments[0], victim.Segments[1]
+	if p.Cause != report.CausePrefill || p.Stall || len(p.Gaps) != 8 || p.FirstTokens[0] != 150 || p.LastTokens[7] != 157 || !p.End.Equal(at(tm+1470)) {
+		t.Errorf("prefill segment %s stall=%v tokens %v", p.Cause, p.Stall, p.FirstTokens)
+	}
+	if g.Cause != report.CauseGC || g.FirstTokens[0] != 158 {
+		t.Errorf("second segment %s at %v, want the GC pause at 158", g.Cause, g.FirstTokens)
+	}
+}
