@@ -51,6 +51,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *requests > 0 {
 		sc.Load.Requests = *requests
 	}
+	// The scenario knows how many requests of each engine are cold: the
+	// warmth groups then compare its cold start with the rest, unless
+	// --cold says otherwise.
+	coldSet := false
+	fs.Visit(func(f *flag.Flag) { coldSet = coldSet || f.Name == "cold" })
+	if !coldSet && sc.Engine.Warmup.Requests > 0 {
+		cfg.Stats.ColdRequests = sc.Engine.Warmup.Requests
+	}
 	var truthW io.Writer
 	if *truth != "" {
 		f, err := os.Create(*truth)

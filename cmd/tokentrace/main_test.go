@@ -82,3 +82,49 @@ func TestDemoInMemory(t *testing.T) {
 		t.Errorf("demo did not say what it runs: %s", errs)
 	}
 }
+
+// TestDemoColdRequestsFromTheScenario: the demo counts as cold the
+// requests the scenario's engines warm up on, unless --cold says
+// otherwise.
+func TestDemoColdRequestsFromTheScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a scenario")
+	}
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "warm.json")
+	if err := os.WriteFile(scen, []byte(`{"name": "warm", "description": "cold start", "instances": 1, "seed": 3,
+  "engine": {"profile": "fast", "warmup": {"requests": 2, "slowdown": 0.4}},
+  "load": {"rate": 20, "concurrency": 2, "requests": 6, "duration": "30s",
+    "mix": [{"name": "qa", "weight": 1, "prompt_tokens": 12, "max_tokens": 20}]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	warmth := func(args ...string) map[string]int {
+		t.Helper()
+		path := filepath.Join(dir, "r.json")
+		out, errs, code := runCmd(t, append([]string{"demo", "--scenario", scen, "--format", "json", "--out", path}, args...)...)
+		if code != exitOK {
+			t.Fatalf("demo: code %d\n%s\n%s", code, out, errs)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rpt report.Report
+		if err := json.Unmarshal(b, &rpt); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, g := range rpt.Groups {
+			if g.Dimension == "warmth" {
+				got[g.Key] = g.Requests
+			}
+		}
+		return got
+	}
+	if got := warmth(); got["cold"] != 2 || got["warm"] != 4 {
+		t.Errorf("warmth groups %v, want the scenario's 2 cold and 4 warm", got)
+	}
+	if got := warmth("--cold", "100"); got["cold"] != 6 || got["warm"] != 0 {
+		t.Errorf("with --cold 100: warmth groups %v, want all 6 cold", got)
+	}
+}
