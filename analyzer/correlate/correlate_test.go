@@ -17,6 +17,23 @@ func stall(from, to int) Segment {
 		Ends: []time.Time{at(to)}, FirstTokens: []int{50}, LastTokens: []int{50}, BaselineMs: 15}
 }
 
+// runOf is a run starting at startMs whose gaps (ms) end the tokens
+// firstToken, firstToken+1, …, on a 15 ms baseline.
+func runOf(startMs, firstToken int, gaps ...int) Segment {
+	seg := Segment{BaselineMs: 15}
+	tm := startMs
+	seg.Window.Start = at(tm)
+	for i, g := range gaps {
+		tm += g
+		seg.Gaps = append(seg.Gaps, float64(g))
+		seg.Ends = append(seg.Ends, at(tm))
+		seg.FirstTokens = append(seg.FirstTokens, firstToken+i)
+		seg.LastTokens = append(seg.LastTokens, firstToken+i)
+	}
+	seg.Window.End = at(tm)
+	return seg
+}
+
 func TestGCEventBeatsTheSmallPrefillItDelayed(t *testing.T) {
 	x := NewIndex(DefaultConfig())
 	// A 200 ms GC pause; a 12-token request admitted just before has its
@@ -92,22 +109,7 @@ func TestRunIsSplitWhereThePrefillEnds(t *testing.T) {
 	x := NewIndex(DefaultConfig())
 	// 10 gaps: 4 slow prefill gaps (150 ms) ending at 1600 ms when the
 	// intruder's first token arrives, then 6 batch gaps at 45 ms.
-	var seg Segment
-	seg.BaselineMs = 15
-	tm := 1000
-	seg.Window.Start = at(tm)
-	for i := 0; i < 10; i++ {
-		g := 150
-		if i >= 4 {
-			g = 45
-		}
-		tm += g
-		seg.Gaps = append(seg.Gaps, float64(g))
-		seg.Ends = append(seg.Ends, at(tm))
-		seg.FirstTokens = append(seg.FirstTokens, 100+i)
-		seg.LastTokens = append(seg.LastTokens, 100+i)
-	}
-	seg.Window.End = at(tm)
+	seg := runOf(1000, 100, 150, 150, 150, 150, 45, 45, 45, 45, 45, 45)
 	victim := &Item{TraceID: "v", Instance: "i", Start: at(0), First: at(20), End: at(5000), Context: 10, Generated: true, Segments: []Segment{seg}}
 	intruder := &Item{TraceID: "in", Instance: "i", Start: at(1000), First: at(1600), End: at(4000), Context: 2000, Generated: true}
 	x.Add(victim)
@@ -129,21 +131,7 @@ func TestRunIsSplitWhereThePrefillEnds(t *testing.T) {
 // only to the poll window (uncertain by more than the gap) cuts nothing,
 // and does not outweigh the exact prefill event.
 func TestGCPauseInsideAPrefillRunIsItsOwnStall(t *testing.T) {
-	run := func() Segment {
-		var seg Segment
-		seg.BaselineMs = 16
-		tm := 1000
-		seg.Window.Start = at(tm)
-		for i, g := range []int{120, 120, 265, 120, 120} {
-			tm += g
-			seg.Gaps = append(seg.Gaps, float64(g))
-			seg.Ends = append(seg.Ends, at(tm))
-			seg.FirstTokens = append(seg.FirstTokens, 40+i)
-			seg.LastTokens = append(seg.LastTokens, 40+i)
-		}
-		seg.Window.End = at(tm)
-		return seg
-	}
+	run := func() Segment { return runOf(1000, 40, 120, 120, 265, 120, 120) }
 	for _, tc := range []struct {
 		name        string
 		uncertainty time.Duration
@@ -212,18 +200,7 @@ func TestPolledPreemptionAloneStillNamesKVSwap(t *testing.T) {
 // event covers enough of the run (a third, at half weight: another
 // request's preemption), together they cover all of it.
 func TestSuccessiveEventsOfOneCauseExplainARunTogether(t *testing.T) {
-	var seg Segment
-	seg.BaselineMs = 15
-	tm := 1000
-	seg.Window.Start = at(tm)
-	for i := range 6 {
-		tm += 60
-		seg.Gaps = append(seg.Gaps, 60)
-		seg.Ends = append(seg.Ends, at(tm))
-		seg.FirstTokens = append(seg.FirstTokens, 200+i)
-		seg.LastTokens = append(seg.LastTokens, 200+i)
-	}
-	seg.Window.End = at(tm)
+	seg := runOf(1000, 200, 60, 60, 60, 60, 60, 60)
 	var evs []model.Event
 	for k := range 3 { // swap traffic in 1000–1120, 1120–1240, 1240–1360 ms
 		evs = append(evs, model.Event{Kind: model.KindPreemption, Mode: "swap", Start: at(1000 + 120*k),
@@ -246,18 +223,8 @@ func TestSuccessiveEventsOfOneCauseExplainARunTogether(t *testing.T) {
 // the report says so once, over the whole stretch. A stall of another
 // cause right after stays apart.
 func TestChunksOfOnePrefillAreOneSegment(t *testing.T) {
-	var run Segment
-	run.BaselineMs = 15
-	tm := 1000
-	run.Window.Start = at(tm)
-	for i, g := range []int{150, 165, 190, 215, 240, 270, 300} {
-		tm += g
-		run.Gaps = append(run.Gaps, float64(g))
-		run.Ends = append(run.Ends, at(tm))
-		run.FirstTokens = append(run.FirstTokens, 150+i)
-		run.LastTokens = append(run.LastTokens, 150+i)
-	}
-	run.Window.End = at(tm)
+	run := runOf(1000, 150, 150, 165, 190, 215, 240, 270, 300)
+	tm := 1000 + 150 + 165 + 190 + 215 + 240 + 270 + 300
 	last := Segment{Window: Window{at(tm), at(tm + 1470)}, Stall: true, Gaps: []float64{1470},
 		Ends: []time.Time{at(tm + 1470)}, FirstTokens: []int{157}, LastTokens: []int{157}, BaselineMs: 15}
 	gc := Segment{Window: Window{at(tm + 1470), at(tm + 1700)}, Stall: true, Gaps: []float64{230},
