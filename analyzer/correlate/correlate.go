@@ -419,6 +419,21 @@ func (c *candidate) add(ev report.Evidence, part Window, win time.Duration, weig
 	}
 }
 
+// batchMaxSlowdown is the most a long context decoding alongside makes a
+// step dearer (2–3× in the real-engine recordings and the simulator's
+// profiles): a run slower than that needs more than the batch to explain
+// it, typically a prefill.
+const batchMaxSlowdown = 4
+
+// batchPlausibility scales the batch evidence of a segment down by how far
+// its slowdown exceeds batchMaxSlowdown.
+func batchPlausibility(seg *Segment) float64 {
+	if _, slow, _ := seg.Stats(); slow > batchMaxSlowdown {
+		return batchMaxSlowdown / slow
+	}
+	return 1
+}
+
 // specificity discounts evidence whose window is much longer than the
 // segment: a GC pause that spans exactly the stalled gap explains it
 // better than a prefill window of several seconds around it. The fourth
@@ -549,7 +564,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 				if ov := win.overlap(dw); ov > 0 {
 					get(report.CauseBatch).add(report.Evidence{Kind: "cross_trace_batch", TraceID: o.TraceID, OverlapMs: ms(ov),
 						PromptTokens: o.Context, Detail: fmt.Sprintf("%s decoding with %d tokens of context", short(o.TraceID), o.Context)},
-						win.intersect(dw), wl, weightCrossTrace, fmt.Sprintf("long-context request %s (%s prompt tokens) decoding in the same batch", short(o.TraceID), thousands(o.Context)))
+						win.intersect(dw), wl, weightCrossTrace*batchPlausibility(seg), fmt.Sprintf("long-context request %s (%s prompt tokens) decoding in the same batch", short(o.TraceID), thousands(o.Context)))
 				}
 			}
 		}

@@ -248,3 +248,31 @@ func TestChunksOfOnePrefillAreOneSegment(t *testing.T) {
 		t.Errorf("second segment %s at %v, want the GC pause at 158", g.Cause, g.FirstTokens)
 	}
 }
+
+// TestARunTooSlowForTheBatchIsAPrefill: a 3-gap run at 8× the baseline
+// while a long-context request decodes alongside and a newcomer, queued
+// for 3 s, is prefilled: a long context makes steps 2–3× dearer, not 8×,
+// so the newcomer's prefill is named despite its long (queued) window.
+// The same long context explains a 2.5× run.
+func TestARunTooSlowForTheBatchIsAPrefill(t *testing.T) {
+	for _, tc := range []struct {
+		gap  int
+		want string
+	}{
+		{120, report.CausePrefill},
+		{38, report.CauseBatch},
+	} {
+		victim := &Item{TraceID: "v", Instance: "i", Start: at(0), First: at(20), End: at(6000), Context: 10, Generated: true,
+			Segments: []Segment{runOf(4000, 297, tc.gap, tc.gap, tc.gap)}}
+		long := &Item{TraceID: "long", Instance: "i", Start: at(100), First: at(900), End: at(9000), Context: 3000, Generated: true}
+		newcomer := &Item{TraceID: "new", Instance: "i", Start: at(1400), First: at(4400), End: at(9000), Context: 3000, Generated: true}
+		x := NewIndex(DefaultConfig())
+		x.Add(victim)
+		x.Add(long)
+		x.Add(newcomer)
+		x.Attribute(1.6)
+		if s := victim.Segments[0]; s.Cause != tc.want {
+			t.Errorf("%d ms gaps: cause %s (%s), want %s", tc.gap, s.Cause, s.Detail, tc.want)
+		}
+	}
+}
