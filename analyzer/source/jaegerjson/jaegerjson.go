@@ -261,15 +261,7 @@ func (d *decoder) trace(key string) error {
 }
 
 func (d *decoder) readSpans(traceID string) error {
-	ok, got, err := du.Open(d.dec, '[')
-	if err != nil {
-		return err
-	}
-	if !ok {
-		d.structure("spans is " + got + ", want an array")
-		return nil
-	}
-	for d.dec.More() {
+	got, err := du.Elems(d.dec, func() error {
 		line := d.r.Line(d.dec)
 		var js jaegerSpan
 		if err := d.dec.Decode(&js); err != nil {
@@ -282,31 +274,20 @@ func (d *decoder) readSpans(traceID string) error {
 			}
 			id, _ := du.HexID(tid, 16)
 			d.skip(ReasonSpanTypes, du.Example(du.Where(d.name, line), id, err.Error()))
-			continue
+			return nil
 		}
 		d.spans = append(d.spans, js)
 		d.lines = append(d.lines, line)
+		return nil
+	})
+	if got != "" {
+		d.structure("spans is " + got + ", want an array")
 	}
-	return du.Close(d.dec)
+	return err
 }
 
 func (d *decoder) readProcesses(traceID string) error {
-	ok, got, err := du.Open(d.dec, '{')
-	if err != nil {
-		return err
-	}
-	if !ok {
-		d.structure("processes is " + got + ", want an object")
-		return nil
-	}
-	for {
-		key, ok, err := du.Key(d.dec)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return nil
-		}
+	got, err := du.Fields(d.dec, func(key string) error {
 		line := d.r.Line(d.dec)
 		var p jaegerProcess
 		if err := d.dec.Decode(&p); err != nil {
@@ -317,7 +298,12 @@ func (d *decoder) readProcesses(traceID string) error {
 			d.skip(ReasonProcessTypes, du.Example(du.Where(d.name, line), id, err.Error()))
 		}
 		d.procs[key] = p.ServiceName
+		return nil
+	})
+	if got != "" {
+		d.structure("processes is " + got + ", want an object")
 	}
+	return err
 }
 
 func (d *decoder) emit(js *jaegerSpan, traceID string, line int) error {

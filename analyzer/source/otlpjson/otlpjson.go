@@ -239,21 +239,12 @@ func (d *decoder) tracesData(depth int) error {
 		switch key {
 		case "resourceSpans", "resource_spans":
 			found = true
-			ok, got, err := du.Open(d.dec, '[')
+			got, err := du.Elems(d.dec, d.resourceSpans)
 			if err != nil {
 				return err
 			}
-			if !ok {
+			if got != "" {
 				d.structure("resourceSpans is " + got + ", want an array")
-				continue
-			}
-			for d.dec.More() {
-				if err := d.resourceSpans(); err != nil {
-					return err
-				}
-			}
-			if err := du.Close(d.dec); err != nil {
-				return err
 			}
 		case "result":
 			found = true
@@ -301,25 +292,10 @@ func describe(raw json.RawMessage) string {
 
 func (d *decoder) resourceSpans() error {
 	d.r.Mark()
-	ok, got, err := du.Open(d.dec, '{')
-	if err != nil {
-		return err
-	}
-	if !ok {
-		d.structure("a resourceSpans element is " + got + ", want an object")
-		return nil
-	}
 	var service string
 	haveResource := false
 	d.pending, d.pendingLines = d.pending[:0], d.pendingLines[:0]
-	for {
-		key, ok, err := du.Key(d.dec)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
+	got, err := du.Fields(d.dec, func(key string) error {
 		switch key {
 		case "resource":
 			line := d.lineOf()
@@ -333,31 +309,22 @@ func (d *decoder) resourceSpans() error {
 				service = res.service()
 			}
 			haveResource = true
-			if err := d.flushPending(service); err != nil {
-				return err
-			}
+			return d.flushPending(service)
 		case "scopeSpans", "scope_spans", "instrumentationLibrarySpans":
-			ok, got, err := du.Open(d.dec, '[')
-			if err != nil {
-				return err
-			}
-			if !ok {
+			got, err := du.Elems(d.dec, func() error { return d.scopeSpans(service, haveResource) })
+			if got != "" {
 				d.structure(key + " is " + got + ", want an array")
-				continue
 			}
-			for d.dec.More() {
-				if err := d.scopeSpans(service, haveResource); err != nil {
-					return err
-				}
-			}
-			if err := du.Close(d.dec); err != nil {
-				return err
-			}
-		default:
-			if err := du.SkipValue(d.dec); err != nil {
-				return err
-			}
+			return err
 		}
+		return du.SkipValue(d.dec)
+	})
+	if err != nil {
+		return err
+	}
+	if got != "" {
+		d.structure("a resourceSpans element is " + got + ", want an object")
+		return nil
 	}
 	return d.flushPending(service)
 }
@@ -373,61 +340,42 @@ func (d *decoder) flushPending(service string) error {
 }
 
 func (d *decoder) scopeSpans(service string, haveResource bool) error {
-	ok, got, err := du.Open(d.dec, '{')
-	if err != nil {
+	got, err := du.Fields(d.dec, func(key string) error {
+		if key != "spans" {
+			return du.SkipValue(d.dec)
+		}
+		got, err := du.Elems(d.dec, func() error { return d.spanElem(service, haveResource) })
+		if got != "" {
+			d.structure("spans is " + got + ", want an array")
+		}
 		return err
-	}
-	if !ok {
+	})
+	if got != "" {
 		d.structure("a scopeSpans element is " + got + ", want an object")
+	}
+	return err
+}
+
+// spanElem reads one element of a spans array: emitted, or kept until the
+// resource (and its service name) has been read.
+func (d *decoder) spanElem(service string, haveResource bool) error {
+	d.r.Mark()
+	line := d.lineOf()
+	var js jsonSpan
+	if err := d.dec.Decode(&js); err != nil {
+		if !du.Recoverable(err) {
+			return du.Unexpected(err)
+		}
+		id, _ := du.HexID(js.TraceID, 16)
+		d.skip(ReasonSpanTypes, du.Example(du.Where(d.name, line), id, err.Error()))
 		return nil
 	}
-	for {
-		key, ok, err := du.Key(d.dec)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return nil
-		}
-		if key != "spans" {
-			if err := du.SkipValue(d.dec); err != nil {
-				return err
-			}
-			continue
-		}
-		ok, got, err := du.Open(d.dec, '[')
-		if err != nil {
-			return err
-		}
-		if !ok {
-			d.structure("spans is " + got + ", want an array")
-			continue
-		}
-		for d.dec.More() {
-			d.r.Mark()
-			line := d.lineOf()
-			var js jsonSpan
-			if err := d.dec.Decode(&js); err != nil {
-				if !du.Recoverable(err) {
-					return du.Unexpected(err)
-				}
-				id, _ := du.HexID(js.TraceID, 16)
-				d.skip(ReasonSpanTypes, du.Example(du.Where(d.name, line), id, err.Error()))
-				continue
-			}
-			if !haveResource {
-				d.pending = append(d.pending, js)
-				d.pendingLines = append(d.pendingLines, line)
-				continue
-			}
-			if err := d.emit(&js, service, line); err != nil {
-				return err
-			}
-		}
-		if err := du.Close(d.dec); err != nil {
-			return err
-		}
+	if !haveResource {
+		d.pending = append(d.pending, js)
+		d.pendingLines = append(d.pendingLines, line)
+		return nil
 	}
+	return d.emit(&js, service, line)
 }
 
 // errStop marks a visitor error on its way out.

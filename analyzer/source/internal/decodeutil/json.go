@@ -223,6 +223,41 @@ func Open(dec *json.Decoder, want json.Delim) (ok bool, got string, err error) {
 	return false, Describe(tok), nil
 }
 
+// Elems reads an array, calling elem for each element (elem reads it).
+// When the value is not an array it is skipped and got names what it was
+// ("an object", "a string", ...); got is "" for an array.
+func Elems(dec *json.Decoder, elem func() error) (got string, err error) {
+	ok, got, err := Open(dec, '[')
+	if !ok || err != nil {
+		return got, err
+	}
+	for dec.More() {
+		if err := elem(); err != nil {
+			return "", err
+		}
+	}
+	return "", Close(dec)
+}
+
+// Fields reads an object, calling field with each key (field reads the
+// value). When the value is not an object it is skipped and got names
+// what it was; got is "" for an object.
+func Fields(dec *json.Decoder, field func(key string) error) (got string, err error) {
+	ok, got, err := Open(dec, '{')
+	if !ok || err != nil {
+		return got, err
+	}
+	for {
+		key, more, err := Key(dec)
+		if err != nil || !more {
+			return "", err
+		}
+		if err := field(key); err != nil {
+			return "", err
+		}
+	}
+}
+
 // Describe names the kind of a JSON token for messages.
 func Describe(tok json.Token) string {
 	switch tok.(type) {
