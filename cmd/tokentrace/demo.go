@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tokentrace/tokentrace/analyzer"
 	"github.com/tokentrace/tokentrace/analyzer/model"
@@ -74,10 +73,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	// Spans stay in memory: the SDK's own recorder, with the event limit
 	// the provider helper would set for Jaeger.
-	rec := tracetest.NewSpanRecorder()
-	limits := sdktrace.NewSpanLimits()
-	limits.EventCountLimit = instrument.DefaultEventCountLimit
-	popts := []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(rec), sdktrace.WithRawSpanLimits(limits)}
+	rec, popts := stack.Recorder()
 	service := "tokentrace-demo"
 	if *otlp != "" {
 		exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(*otlp), otlptracegrpc.WithInsecure())

@@ -13,7 +13,6 @@ import (
 	"github.com/tokentrace/tokentrace/analyzer"
 	"github.com/tokentrace/tokentrace/analyzer/report"
 	"github.com/tokentrace/tokentrace/analyzer/source/sdkspan"
-	"github.com/tokentrace/tokentrace/instrument"
 	"github.com/tokentrace/tokentrace/internal/replay"
 	"github.com/tokentrace/tokentrace/internal/scenario"
 	"github.com/tokentrace/tokentrace/internal/stack"
@@ -32,10 +31,8 @@ type Case struct {
 }
 
 func recorder() (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
-	rec := tracetest.NewSpanRecorder()
-	l := sdktrace.NewSpanLimits()
-	l.EventCountLimit = instrument.DefaultEventCountLimit
-	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithRawSpanLimits(l)), rec
+	rec, opts := stack.Recorder()
+	return sdktrace.NewTracerProvider(opts...), rec
 }
 
 // Scenario runs a simulator scenario through the instrumented gateway,
