@@ -3,9 +3,8 @@ package instrument
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -80,7 +79,7 @@ func WithTokenHistograms(th *TokenHistograms) Option {
 func (th *TokenHistograms) histogram(name, unit, desc string, bounds []float64) *gapHistogram {
 	th.mu.RLock()
 	for _, h := range th.hists {
-		if h.name == name && equalBounds(h.bounds, bounds) {
+		if h.name == name && slices.Equal(h.bounds, bounds) {
 			th.mu.RUnlock()
 			return h
 		}
@@ -89,25 +88,13 @@ func (th *TokenHistograms) histogram(name, unit, desc string, bounds []float64) 
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	for _, h := range th.hists {
-		if h.name == name && equalBounds(h.bounds, bounds) {
+		if h.name == name && slices.Equal(h.bounds, bounds) {
 			return h
 		}
 	}
 	h := newGapHistogram(name, unit, desc, bounds, th.maxPoints)
 	th.hists = append(th.hists, h)
 	return h
-}
-
-func equalBounds(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Produce returns the histograms recorded so far (cumulative since
@@ -318,7 +305,8 @@ func (h *gapHistogram) produce(start, now time.Time) (metricdata.Metrics, bool) 
 		return metricdata.Metrics{}, false
 	}
 	// A stable order: readers and tests compare collections.
-	sort.Slice(points, func(i, j int) bool { return setKey(points[i].attrs) < setKey(points[j].attrs) })
+	enc := attribute.DefaultEncoder()
+	sort.Slice(points, func(i, j int) bool { return points[i].attrs.Encoded(enc) < points[j].attrs.Encoded(enc) })
 	data := metricdata.Histogram[float64]{
 		Temporality: metricdata.CumulativeTemporality,
 		DataPoints:  make([]metricdata.HistogramDataPoint[float64], 0, len(points)),
@@ -347,16 +335,4 @@ func (h *gapHistogram) produce(start, now time.Time) (metricdata.Metrics, bool) 
 		data.DataPoints = append(data.DataPoints, dp)
 	}
 	return metricdata.Metrics{Name: h.name, Description: h.desc, Unit: h.unit, Data: data}, true
-}
-
-// setKey is a sortable rendering of a set.
-func setKey(s attribute.Set) string {
-	var b strings.Builder
-	for _, kv := range s.ToSlice() {
-		b.WriteString(string(kv.Key))
-		b.WriteByte('=')
-		b.WriteString(strconv.Quote(kv.Value.Emit()))
-		b.WriteByte(',')
-	}
-	return b.String()
 }
