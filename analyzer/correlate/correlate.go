@@ -498,8 +498,9 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 		// An event placed only to within a poll window (uncertain by more
 		// than a quarter of the segment) says that it happened, not when:
 		// it is weighed as a pattern is, below an exact record.
+		imprecise := 4*ev.Uncertainty > wl
 		we := weightEvent
-		if 4*ev.Uncertainty > wl {
+		if imprecise {
 			we = weightImprecise
 		}
 		switch ev.Kind {
@@ -516,7 +517,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 			}
 		case model.KindPreemption:
 			w := we
-			if !ev.Victim && we == weightEvent {
+			if !ev.Victim && !imprecise {
 				// Another request's preemption frees capacity more than it
 				// slows us. (A polled count names no victim: it may be us.)
 				w = 0.5
