@@ -268,7 +268,7 @@ func splitGC(it *Item, sg Segment, minSlowdown float64) []Segment {
 			gw.Start = sg.Ends[i-1]
 		}
 		for _, ev := range it.Events {
-			if ev.Kind != model.KindGCPause || 4*ev.Uncertainty > gw.len() {
+			if ev.Kind != model.KindGCPause || !placed(ev, gw.len()) {
 				continue
 			}
 			if 3*gw.overlap(Window{ev.Start, ev.End()}) >= gw.len() {
@@ -303,6 +303,11 @@ func splitGC(it *Item, sg Segment, minSlowdown float64) []Segment {
 	keep(from, len(sg.Gaps))
 	return out
 }
+
+// placed says whether an event's time is known well enough to place it
+// within a window of length d: uncertain by at most a quarter of it
+// (events counted by a metrics poll are known only to the poll window).
+func placed(ev model.Event, d time.Duration) bool { return 4*ev.Uncertainty <= d }
 
 // sub is the segment of gaps [i, j).
 func (s Segment) sub(i, j int) Segment {
@@ -498,7 +503,7 @@ func (x *Index) attribute(it *Item, seg *Segment) {
 		// An event placed only to within a poll window (uncertain by more
 		// than a quarter of the segment) says that it happened, not when:
 		// it is weighed as a pattern is, below an exact record.
-		imprecise := 4*ev.Uncertainty > wl
+		imprecise := !placed(ev, wl)
 		we := weightEvent
 		if imprecise {
 			we = weightImprecise
